@@ -1,0 +1,257 @@
+// Package config reads and validates pgsync's TOML configuration file.
+//
+// The file is parsed once, in cmd, and its values are copied into the plain
+// option structs of the packages that use them; no other package imports
+// config.
+package config
+
+import (
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"regexp"
+	"sort"
+	"strings"
+
+	"github.com/BurntSushi/toml"
+	"github.com/dustin/go-humanize"
+	"github.com/jackc/pgx/v5/pgconn"
+)
+
+// Environment variables that override the urls of the file.
+const (
+	EnvSourceURL = "PGSYNC_SOURCE_URL"
+	EnvTargetURL = "PGSYNC_TARGET_URL"
+)
+
+// Config is a validated pgsync configuration.
+type Config struct {
+	SourceURL string
+	TargetURL string
+	Job       string
+	// Tables are schema.table patterns; '*' matches any run of characters.
+	Tables []string
+	Tuning Tuning
+}
+
+// Tuning holds the performance knobs, already converted to bytes and counts.
+type Tuning struct {
+	MaxInflightBytes  int64
+	MaxBatchRows      int
+	MaxBatchBytes     int64
+	BufferSizeKB      int
+	MaxParallelCopies int
+}
+
+// DefaultTuning returns the defaults documented in README.md.
+func DefaultTuning() Tuning {
+	return Tuning{
+		MaxInflightBytes:  16 << 20,
+		MaxBatchRows:      500,
+		MaxBatchBytes:     4 << 20,
+		BufferSizeKB:      256,
+		MaxParallelCopies: 2,
+	}
+}
+
+// SlotName is the name of the job's replication slot and publication.
+func (c *Config) SlotName() string { return "pgsync_" + c.Job }
+
+// Error is a configuration error: the file, the key and what is wrong. The
+// command line turns it into exit status 2.
+type Error struct {
+	File string
+	Key  string
+	Msg  string
+}
+
+func (e *Error) Error() string {
+	if e.Key == "" {
+		return fmt.Sprintf("%s: %s", e.File, e.Msg)
+	}
+	return fmt.Sprintf("%s: %s: %s", e.File, e.Key, e.Msg)
+}
+
+// fileConfig mirrors the TOML layout. Sizes stay strings until validated so
+// that the error can quote what the operator wrote.
+type fileConfig struct {
+	Source struct {
+		URL string `toml:"url"`
+	} `toml:"source"`
+	Target struct {
+		URL string `toml:"url"`
+	} `toml:"target"`
+	Job struct {
+		Name   string   `toml:"name"`
+		Tables []string `toml:"tables"`
+	} `toml:"job"`
+	Tuning struct {
+		MaxInflightBytes  *string `toml:"max_inflight_bytes"`
+		MaxBatchRows      *int    `toml:"max_batch_rows"`
+		MaxBatchBytes     *string `toml:"max_batch_bytes"`
+		BufferSizeKB      *int    `toml:"buffer_size_kb"`
+		MaxParallelCopies *int    `toml:"max_parallel_copies"`
+	} `toml:"tuning"`
+}
+
+// jobNamePattern keeps the job name a plain lower-case identifier: it is
+// spliced into CREATE_REPLICATION_SLOT, which does not quote, and
+// "pgsync_" + name must fit PostgreSQL's 63-byte identifiers.
+var jobNamePattern = regexp.MustCompile(`^[a-z_][a-z0-9_]{0,55}$`)
+
+// tablePattern is schema.table where each part is an identifier or a glob.
+var tablePattern = regexp.MustCompile(`^[A-Za-z0-9_$*]+\.[A-Za-z0-9_$*]+$`)
+
+// Load reads the file at path, applies the environment overrides and
+// validates every key. Every error it returns is an *Error.
+func Load(path string) (*Config, error) {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return nil, &Error{File: path, Msg: "file not found (pass -c FILE)"}
+		}
+		return nil, &Error{File: path, Msg: err.Error()}
+	}
+	return Parse(path, string(raw), os.Getenv)
+}
+
+// Parse validates the TOML text of the file named name. getenv supplies the
+// url overrides (os.Getenv in production).
+func Parse(name, text string, getenv func(string) string) (*Config, error) {
+	var fc fileConfig
+	md, err := toml.Decode(text, &fc)
+	if err != nil {
+		var perr toml.ParseError
+		if errors.As(err, &perr) {
+			return nil, &Error{File: name, Msg: fmt.Sprintf("line %d: %s", perr.Position.Line, perr.Message)}
+		}
+		// Type mismatches name the key in their text already.
+		return nil, &Error{File: name, Msg: err.Error()}
+	}
+	if undecoded := md.Undecoded(); len(undecoded) > 0 {
+		keys := make([]string, len(undecoded))
+		for i, k := range undecoded {
+			keys[i] = k.String()
+		}
+		sort.Strings(keys)
+		return nil, &Error{File: name, Key: keys[0], Msg: "unknown key"}
+	}
+
+	cfg := &Config{Tuning: DefaultTuning()}
+	fail := func(key, format string, args ...any) (*Config, error) {
+		return nil, &Error{File: name, Key: key, Msg: fmt.Sprintf(format, args...)}
+	}
+
+	cfg.SourceURL, cfg.TargetURL = fc.Source.URL, fc.Target.URL
+	if v := getenv(EnvSourceURL); v != "" {
+		cfg.SourceURL = v
+	}
+	if v := getenv(EnvTargetURL); v != "" {
+		cfg.TargetURL = v
+	}
+	for _, u := range []struct{ section, value, env string }{
+		{"source", cfg.SourceURL, EnvSourceURL},
+		{"target", cfg.TargetURL, EnvTargetURL},
+	} {
+		if u.value == "" {
+			if !md.IsDefined(u.section) {
+				return fail("", "missing section [%s] (or set %s)", u.section, u.env)
+			}
+			return fail(u.section+".url", "missing (or set %s)", u.env)
+		}
+		if _, err := pgconn.ParseConfig(u.value); err != nil {
+			return fail(u.section+".url", "not a valid PostgreSQL url: %s", Redact(u.value))
+		}
+	}
+
+	if !md.IsDefined("job") {
+		return fail("", "missing section [job]")
+	}
+	if fc.Job.Name == "" {
+		return fail("job.name", "missing")
+	}
+	if !jobNamePattern.MatchString(fc.Job.Name) {
+		return fail("job.name", "%q is not a valid job name: use 1-56 lower-case letters, digits or '_', not starting with a digit (it becomes the slot name pgsync_<name>)", fc.Job.Name)
+	}
+	cfg.Job = fc.Job.Name
+	if len(fc.Job.Tables) == 0 {
+		return fail("job.tables", "missing: list at least one schema.table pattern, e.g. [\"public.*\"]")
+	}
+	for _, p := range fc.Job.Tables {
+		if !tablePattern.MatchString(p) {
+			return fail("job.tables", "%q is not a schema.table pattern (letters, digits, '_', '$' and '*' globs)", p)
+		}
+	}
+	cfg.Tables = fc.Job.Tables
+
+	t := &cfg.Tuning
+	if s := fc.Tuning.MaxInflightBytes; s != nil {
+		if t.MaxInflightBytes, err = parseSize(*s, 64<<10); err != nil {
+			return fail("tuning.max_inflight_bytes", "%v", err)
+		}
+	}
+	if s := fc.Tuning.MaxBatchBytes; s != nil {
+		if t.MaxBatchBytes, err = parseSize(*s, 1<<10); err != nil {
+			return fail("tuning.max_batch_bytes", "%v", err)
+		}
+	}
+	if v := fc.Tuning.MaxBatchRows; v != nil {
+		if *v < 1 || *v > 1000000 {
+			return fail("tuning.max_batch_rows", "%d is out of range (1 to 1000000)", *v)
+		}
+		t.MaxBatchRows = *v
+	}
+	if v := fc.Tuning.BufferSizeKB; v != nil {
+		if *v < 4 || *v > 65536 {
+			return fail("tuning.buffer_size_kb", "%d is out of range (4 to 65536)", *v)
+		}
+		t.BufferSizeKB = *v
+	}
+	if v := fc.Tuning.MaxParallelCopies; v != nil {
+		if *v < 1 || *v > 64 {
+			return fail("tuning.max_parallel_copies", "%d is out of range (1 to 64)", *v)
+		}
+		t.MaxParallelCopies = *v
+	}
+	if t.MaxBatchBytes > t.MaxInflightBytes {
+		return fail("tuning.max_batch_bytes", "%s is larger than tuning.max_inflight_bytes (%s)",
+			humanize.IBytes(uint64(t.MaxBatchBytes)), humanize.IBytes(uint64(t.MaxInflightBytes)))
+	}
+	return cfg, nil
+}
+
+// parseSize accepts "16MiB", "4MB", "65536" and similar, at least min bytes.
+func parseSize(s string, min int64) (int64, error) {
+	n, err := humanize.ParseBytes(s)
+	if err != nil {
+		return 0, fmt.Errorf("%q is not a size (write e.g. \"16MiB\")", s)
+	}
+	if n < uint64(min) || n > 1<<40 {
+		return 0, fmt.Errorf("%q is out of range (%s to 1TiB)", s, humanize.IBytes(uint64(min)))
+	}
+	return int64(n), nil
+}
+
+// Redact returns a PostgreSQL url or keyword/value string with any password
+// replaced, so that it can be printed.
+func Redact(conn string) string {
+	if u, err := url.Parse(conn); err == nil && u.Scheme != "" {
+		if _, has := u.User.Password(); has {
+			u.User = url.UserPassword(u.User.Username(), "xxxxx")
+		}
+		q := u.Query()
+		if q.Has("password") {
+			q.Set("password", "xxxxx")
+			u.RawQuery = q.Encode()
+		}
+		return u.String()
+	}
+	if strings.Contains(conn, "://") {
+		// Unparseable url: do not risk echoing a password.
+		return "(unparseable url)"
+	}
+	return kvPassword.ReplaceAllString(conn, "password=xxxxx")
+}
+
+var kvPassword = regexp.MustCompile(`password\s*=\s*('([^'\\]|\\.)*'|\S+)`)

@@ -1,0 +1,122 @@
+package config
+
+import (
+	"strings"
+	"testing"
+)
+
+const base = `
+[source]
+url = "postgres://postgres@127.0.0.1:55432/app"
+[target]
+url = "postgres://postgres@127.0.0.1:55433/app"
+[job]
+name = "bench"
+tables = ["public.*"]
+`
+
+func noEnv(string) string { return "" }
+
+func TestParseDefaults(t *testing.T) {
+	cfg, err := Parse("pgsync.toml", base, noEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Tuning != DefaultTuning() {
+		t.Errorf("tuning = %+v, want defaults %+v", cfg.Tuning, DefaultTuning())
+	}
+	if cfg.SlotName() != "pgsync_bench" {
+		t.Errorf("slot name = %q", cfg.SlotName())
+	}
+	d := DefaultTuning()
+	if d.MaxInflightBytes != 16*1024*1024 || d.MaxBatchBytes != 4*1024*1024 || d.MaxBatchRows != 500 || d.BufferSizeKB != 256 || d.MaxParallelCopies != 2 {
+		t.Errorf("defaults drifted from the documented ones: %+v", d)
+	}
+}
+
+func TestParseTuning(t *testing.T) {
+	cfg, err := Parse("f.toml", base+`
+[tuning]
+max_inflight_bytes = "32MiB"
+max_batch_rows = 100
+max_batch_bytes = "1MB"
+buffer_size_kb = 64
+max_parallel_copies = 4
+`, noEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := Tuning{MaxInflightBytes: 32 << 20, MaxBatchRows: 100, MaxBatchBytes: 1000000, BufferSizeKB: 64, MaxParallelCopies: 4}
+	if cfg.Tuning != want {
+		t.Errorf("tuning = %+v, want %+v", cfg.Tuning, want)
+	}
+}
+
+func TestEnvOverridesURLs(t *testing.T) {
+	env := map[string]string{EnvSourceURL: "postgres://a@127.0.0.1:1/x", EnvTargetURL: "postgres://b@127.0.0.1:2/y"}
+	cfg, err := Parse("f.toml", base, func(k string) string { return env[k] })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.SourceURL != env[EnvSourceURL] || cfg.TargetURL != env[EnvTargetURL] {
+		t.Errorf("urls = %q, %q", cfg.SourceURL, cfg.TargetURL)
+	}
+}
+
+func TestParseErrors(t *testing.T) {
+	cases := []struct {
+		name, text string
+		want       []string // substrings of the one-line error
+	}{
+		{"unknown key", base + "[tuning]\nmax_batch_rowz = 3\n", []string{"f.toml", "tuning.max_batch_rowz", "unknown key"}},
+		{"unknown section", base + "[extra]\na = 1\n", []string{"f.toml", "extra", "unknown key"}},
+		{"bad size", base + "[tuning]\nmax_batch_bytes = \"lots\"\n", []string{"f.toml", "tuning.max_batch_bytes", `"lots" is not a size`}},
+		{"size too small", base + "[tuning]\nmax_inflight_bytes = \"1KiB\"\n", []string{"tuning.max_inflight_bytes", "out of range"}},
+		{"batch larger than inflight", base + "[tuning]\nmax_inflight_bytes = \"1MiB\"\nmax_batch_bytes = \"2MiB\"\n", []string{"tuning.max_batch_bytes", "larger than"}},
+		{"bad job name", strings.Replace(base, `"bench"`, `"Bad-Name"`, 1), []string{"job.name", `"Bad-Name" is not a valid job name`}},
+		{"job name injection", strings.Replace(base, `"bench"`, `"x; DROP"`, 1), []string{"job.name"}},
+		{"missing source", strings.Replace(base, "[source]\nurl = \"postgres://postgres@127.0.0.1:55432/app\"\n", "", 1), []string{"f.toml", "missing section [source]"}},
+		{"missing job", base[:strings.Index(base, "[job]")], []string{"missing section [job]"}},
+		{"no tables", strings.Replace(base, `tables = ["public.*"]`, "", 1), []string{"job.tables", "missing"}},
+		{"bad table pattern", strings.Replace(base, `"public.*"`, `"nodot"`, 1), []string{"job.tables", `"nodot"`}},
+		{"rows out of range", base + "[tuning]\nmax_batch_rows = 0\n", []string{"tuning.max_batch_rows", "out of range"}},
+		{"wrong type", base + "[tuning]\nmax_batch_rows = \"many\"\n", []string{"f.toml", "max_batch_rows"}},
+		{"toml syntax", "[source\n", []string{"f.toml", "line 2"}},
+		{"bad url keeps password secret", strings.Replace(base, "postgres://postgres@127.0.0.1:55432/app", "postgres://u:s3cret@127.0.0.1:notaport/app", 1), []string{"source.url", "not a valid"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Parse("f.toml", tc.text, noEnv)
+			if err == nil {
+				t.Fatal("expected an error")
+			}
+			msg := err.Error()
+			if strings.Contains(msg, "\n") {
+				t.Errorf("error spans several lines: %q", msg)
+			}
+			if strings.Contains(msg, "s3cret") {
+				t.Errorf("error leaks the password: %q", msg)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(msg, w) {
+					t.Errorf("error %q does not contain %q", msg, w)
+				}
+			}
+		})
+	}
+}
+
+func TestRedact(t *testing.T) {
+	cases := map[string]string{
+		"postgres://u:pw@h:5432/db":     "postgres://u:xxxxx@h:5432/db",
+		"postgres://u@h/db?password=pw": "postgres://u@h/db?password=xxxxx",
+		"host=h password=pw user=u":     "host=h password=xxxxx user=u",
+		"host=h password='p w' user=u":  "host=h password=xxxxx user=u",
+		"postgres://u@h/db":             "postgres://u@h/db",
+	}
+	for in, want := range cases {
+		if got := Redact(in); got != want {
+			t.Errorf("Redact(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
