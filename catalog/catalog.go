@@ -1,0 +1,251 @@
+// Package catalog reads table definitions from PostgreSQL's catalogs: which
+// tables a job's patterns select, their columns, keys and replica identity,
+// and the DDL that recreates a table on the target.
+package catalog
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// Querier is what catalog needs of a connection; *pgx.Conn and pgx.Tx both
+// satisfy it.
+type Querier interface {
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+}
+
+// Column is one user column of a table.
+type Column struct {
+	Name    string
+	Type    string // format_type() of the column, e.g. "character varying(20)"
+	NotNull bool
+	// Default is the column default when it is portable to another
+	// database (it uses no sequence); "" otherwise.
+	Default string
+	// Generated is the expression of a STORED generated column, "" if the
+	// column is not generated. Generated columns are neither copied nor
+	// replicated: the target computes them.
+	Generated string
+}
+
+// Table is a table's definition.
+type Table struct {
+	Schema  string
+	Name    string
+	Columns []Column
+	// PrimaryKey lists the primary key columns in key order; nil if none.
+	PrimaryKey []string
+	// ReplicaIdentity is pg_class.relreplident: 'd' default (primary key),
+	// 'f' full, 'i' index, 'n' nothing.
+	ReplicaIdentity byte
+	// HasIdentityIndex is true when ReplicaIdentity is 'i' and the index exists.
+	HasIdentityIndex bool
+	// SizeBytes is the table's on-disk size, used to copy the largest first.
+	SizeBytes int64
+}
+
+// String returns schema.name for messages.
+func (t *Table) String() string { return t.Schema + "." + t.Name }
+
+// Ident returns the quoted, qualified name for SQL.
+func (t *Table) Ident() string { return pgx.Identifier{t.Schema, t.Name}.Sanitize() }
+
+// CopiedColumns returns the quoted column list that COPY and verify read:
+// every column except generated ones.
+func (t *Table) CopiedColumns() string {
+	var b strings.Builder
+	for _, c := range t.Columns {
+		if c.Generated != "" {
+			continue
+		}
+		if b.Len() > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(QuoteIdent(c.Name))
+	}
+	return b.String()
+}
+
+// Replicable reports whether UPDATE and DELETE on the table can be published:
+// it needs a primary key, a replica identity index or REPLICA IDENTITY FULL.
+func (t *Table) Replicable() bool {
+	switch t.ReplicaIdentity {
+	case 'f':
+		return true
+	case 'i':
+		return t.HasIdentityIndex
+	case 'd':
+		return len(t.PrimaryKey) > 0
+	}
+	return false
+}
+
+// QuoteIdent quotes one identifier.
+func QuoteIdent(s string) string { return pgx.Identifier{s}.Sanitize() }
+
+// likePattern turns a glob ('*' for any run of characters) into a LIKE pattern.
+func likePattern(glob string) string {
+	r := strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`, `*`, `%`)
+	return r.Replace(glob)
+}
+
+// Resolve returns every ordinary table that one of the schema.table patterns
+// matches, sorted by name, with columns and keys loaded. System schemas and
+// pgsync's own schema are never selected.
+func Resolve(ctx context.Context, q Querier, patterns []string) ([]Table, error) {
+	var schemas, names []string
+	for _, p := range patterns {
+		s, n, ok := strings.Cut(p, ".")
+		if !ok {
+			return nil, fmt.Errorf("table pattern %q: want schema.table", p)
+		}
+		schemas = append(schemas, likePattern(s))
+		names = append(names, likePattern(n))
+	}
+	rows, err := q.Query(ctx, `
+SELECT n.nspname, c.relname
+FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+WHERE c.relkind = 'r'
+  AND n.nspname NOT IN ('pg_catalog', 'information_schema', 'pgsync')
+  AND n.nspname NOT LIKE 'pg\_toast%' AND n.nspname NOT LIKE 'pg\_temp%'
+  AND EXISTS (SELECT 1 FROM unnest($1::text[], $2::text[]) AS p(s, t)
+              WHERE n.nspname LIKE p.s AND c.relname LIKE p.t)
+ORDER BY 1, 2`, schemas, names)
+	if err != nil {
+		return nil, fmt.Errorf("resolve table patterns: %w", err)
+	}
+	var tables []Table
+	for rows.Next() {
+		var t Table
+		if err := rows.Scan(&t.Schema, &t.Name); err != nil {
+			return nil, err
+		}
+		tables = append(tables, t)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("resolve table patterns: %w", err)
+	}
+	for i := range tables {
+		if err := load(ctx, q, &tables[i]); err != nil {
+			return nil, err
+		}
+	}
+	return tables, nil
+}
+
+// Lookup loads one table's definition; ok is false when it does not exist.
+func Lookup(ctx context.Context, q Querier, schema, name string) (t Table, ok bool, err error) {
+	t = Table{Schema: schema, Name: name}
+	rows, err := q.Query(ctx, `SELECT 1 FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+WHERE n.nspname = $1 AND c.relname = $2 AND c.relkind IN ('r', 'p')`, schema, name)
+	if err != nil {
+		return t, false, fmt.Errorf("look up table %s: %w", t.String(), err)
+	}
+	ok = rows.Next()
+	rows.Close()
+	if err := rows.Err(); err != nil || !ok {
+		return t, false, err
+	}
+	return t, true, load(ctx, q, &t)
+}
+
+func load(ctx context.Context, q Querier, t *Table) error {
+	rows, err := q.Query(ctx, `
+SELECT a.attname, format_type(a.atttypid, a.atttypmod), a.attnotnull,
+       coalesce(pg_get_expr(d.adbin, d.adrelid), ''), a.attgenerated::text,
+       c.relreplident::text, pg_total_relation_size(c.oid),
+       coalesce((SELECT array_agg(k.attname::text ORDER BY x.n)
+                 FROM pg_index i
+                 CROSS JOIN LATERAL unnest(i.indkey) WITH ORDINALITY AS x(attnum, n)
+                 JOIN pg_attribute k ON k.attrelid = i.indrelid AND k.attnum = x.attnum
+                 WHERE i.indrelid = c.oid AND i.indisprimary), '{}'),
+       EXISTS (SELECT 1 FROM pg_index i WHERE i.indrelid = c.oid AND i.indisreplident)
+FROM pg_class c
+JOIN pg_namespace n ON n.oid = c.relnamespace
+JOIN pg_attribute a ON a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped
+LEFT JOIN pg_attrdef d ON d.adrelid = c.oid AND d.adnum = a.attnum
+WHERE n.nspname = $1 AND c.relname = $2
+ORDER BY a.attnum`, t.Schema, t.Name)
+	if err != nil {
+		return fmt.Errorf("load columns of %s: %w", t.String(), err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var c Column
+		var def, gen, ident string
+		var pk []string
+		if err := rows.Scan(&c.Name, &c.Type, &c.NotNull, &def, &gen, &ident, &t.SizeBytes, &pk, &t.HasIdentityIndex); err != nil {
+			return fmt.Errorf("load columns of %s: %w", t.String(), err)
+		}
+		if gen == "s" {
+			c.Generated = def
+		} else if def != "" && !strings.Contains(def, "nextval(") {
+			c.Default = def
+		}
+		t.ReplicaIdentity = ident[0]
+		t.PrimaryKey = pk
+		if len(t.PrimaryKey) == 0 {
+			t.PrimaryKey = nil
+		}
+		t.Columns = append(t.Columns, c)
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("load columns of %s: %w", t.String(), err)
+	}
+	return nil
+}
+
+// CreateTableSQL returns the statement that creates t on another database:
+// columns, types, NOT NULL, portable defaults, generated columns and the
+// primary key. Sequences, indexes other than the key, constraints and
+// triggers are not recreated.
+func CreateTableSQL(t *Table) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "CREATE TABLE %s (", t.Ident())
+	for i, c := range t.Columns {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		fmt.Fprintf(&b, "%s %s", QuoteIdent(c.Name), c.Type)
+		if c.Generated != "" {
+			fmt.Fprintf(&b, " GENERATED ALWAYS AS (%s) STORED", c.Generated)
+		}
+		if c.NotNull {
+			b.WriteString(" NOT NULL")
+		}
+		if c.Default != "" {
+			fmt.Fprintf(&b, " DEFAULT %s", c.Default)
+		}
+	}
+	if len(t.PrimaryKey) > 0 {
+		b.WriteString(", PRIMARY KEY (")
+		for i, k := range t.PrimaryKey {
+			if i > 0 {
+				b.WriteString(", ")
+			}
+			b.WriteString(QuoteIdent(k))
+		}
+		b.WriteString(")")
+	}
+	b.WriteString(")")
+	return b.String()
+}
+
+// MissingColumns returns the columns of want (the source table) that have
+// is (the target table) lacks, by name.
+func MissingColumns(want, is *Table) []string {
+	have := make(map[string]bool, len(is.Columns))
+	for _, c := range is.Columns {
+		have[c.Name] = true
+	}
+	var missing []string
+	for _, c := range want.Columns {
+		if !have[c.Name] {
+			missing = append(missing, c.Name)
+		}
+	}
+	return missing
+}

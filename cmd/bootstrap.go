@@ -1,0 +1,229 @@
+package cmd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/dustin/go-humanize"
+	"github.com/jackc/pgx/v5"
+	"github.com/schollz/progressbar/v3"
+	"github.com/spf13/cobra"
+
+	"github.com/pgsync/pgsync/apply"
+	"github.com/pgsync/pgsync/catalog"
+	"github.com/pgsync/pgsync/config"
+	"github.com/pgsync/pgsync/pgconnect"
+	"github.com/pgsync/pgsync/replication"
+	"github.com/pgsync/pgsync/snapshot"
+)
+
+func (a *app) bootstrapCmd() *cobra.Command {
+	var force bool
+	c := &cobra.Command{
+		Use:   "bootstrap",
+		Short: "Create the publication and slot, create missing target tables and copy every table",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg, err := a.loadConfig()
+			if err != nil {
+				return err
+			}
+			return a.bootstrap(cmd.Context(), cfg, force)
+		},
+	}
+	c.Flags().BoolVar(&force, "force", false, "tear down an existing job (slot, publication, progress) and start over, emptying its target tables")
+	return c
+}
+
+func (a *app) bootstrap(ctx context.Context, cfg *config.Config, force bool) error {
+	began := time.Now()
+	n := names(cfg)
+	src, err := pgconnect.Connect(ctx, "source", cfg.SourceURL)
+	if err != nil {
+		return err
+	}
+	defer src.Close(context.WithoutCancel(ctx))
+	tgt, err := pgconnect.Connect(ctx, "target", cfg.TargetURL)
+	if err != nil {
+		return err
+	}
+	defer tgt.Close(context.WithoutCancel(ctx))
+
+	if err := replication.CheckSource(ctx, src); err != nil {
+		return err
+	}
+	tables, err := catalog.Resolve(ctx, src, cfg.Tables)
+	if err != nil {
+		return err
+	}
+	if len(tables) == 0 {
+		return failf(ExitFailed, "no source table matches job.tables %s", strings.Join(cfg.Tables, ", "))
+	}
+	if err := replication.CheckReplicaIdentity(tables); err != nil {
+		return err
+	}
+
+	// The progress row is written before anything is created on the source,
+	// so that a rerun knows the slot and publication are this job's own.
+	if err := apply.EnsureProgressTable(ctx, tgt); err != nil {
+		return err
+	}
+	prog, err := apply.ReadProgress(ctx, tgt, cfg.Job)
+	resuming := false
+	switch {
+	case errors.Is(err, apply.ErrNoProgress):
+		slot, pub, err := replication.Exists(ctx, src, n)
+		if err != nil {
+			return err
+		}
+		if (slot || pub) && !force {
+			return failf(ExitFailed, "slot or publication %s already exists on the source but the target has no progress for job %s (another target may use it): choose another job.name, or run pgsync teardown (or bootstrap --force) to drop it", n.Slot, cfg.Job)
+		}
+	case err != nil:
+		return err
+	case prog.State == apply.StateReady && !force:
+		return failf(ExitFailed, "job %s is already bootstrapped (streaming resumes at %s): run pgsync run, or pgsync teardown / bootstrap --force to start over", cfg.Job, prog.LSN)
+	default:
+		resuming = prog.State != apply.StateReady
+		a.log.Info("starting the job over", "job", cfg.Job, "previous_state", prog.State, "force", force)
+	}
+	if err := replication.Drop(ctx, src, n); err != nil {
+		return err
+	}
+	if err := apply.WriteProgress(ctx, tgt, apply.Progress{Job: cfg.Job, State: apply.StateCopying}); err != nil {
+		return err
+	}
+
+	if err := prepareTargetTables(ctx, tgt, tables, force || resuming); err != nil {
+		return err
+	}
+	if err := replication.CreatePublication(ctx, src, n, tables); err != nil {
+		return err
+	}
+	repl, err := pgconnect.ConnectReplication(ctx, cfg.SourceURL)
+	if err != nil {
+		return err
+	}
+	defer repl.Close(context.WithoutCancel(ctx))
+	slot, err := replication.CreateSlot(ctx, repl, n)
+	if err != nil {
+		return err
+	}
+	a.log.Info("slot created", "slot", n.Slot, "consistent_point", slot.ConsistentPoint.String(), "snapshot", slot.SnapshotName, "tables", len(tables))
+
+	progress := &snapshot.Progress{}
+	stopDisplay := a.showCopyProgress(progress)
+	results, err := snapshot.Copy(ctx, snapshot.Options{
+		SourceURL:    cfg.SourceURL,
+		TargetURL:    cfg.TargetURL,
+		SnapshotName: slot.SnapshotName,
+		MaxParallel:  cfg.Tuning.MaxParallelCopies,
+		BufferSize:   cfg.Tuning.BufferSizeKB << 10,
+		// Every stream holds the snapshot now: the exporting connection
+		// has done its job.
+		Imported: func() { repl.Close(context.WithoutCancel(ctx)) },
+		Progress: progress,
+		Logger:   a.log,
+	}, tables)
+	stopDisplay()
+	if err != nil {
+		return fmt.Errorf("copy (rerun pgsync bootstrap to start over): %w", err)
+	}
+	if err := apply.WriteProgress(ctx, tgt, apply.Progress{Job: cfg.Job, State: apply.StateReady, LSN: slot.ConsistentPoint}); err != nil {
+		return err
+	}
+	var rows, bytes int64
+	for _, r := range results {
+		rows += r.Rows
+		bytes += r.Bytes
+	}
+	secs := time.Since(began).Seconds()
+	a.log.Info("bootstrap done", "job", cfg.Job, "tables", len(results), "rows", rows, "bytes", bytes,
+		"seconds", fmt.Sprintf("%.2f", secs), "mb_per_s", fmt.Sprintf("%.1f", float64(bytes)/1e6/secs),
+		"stream_from", slot.ConsistentPoint.String())
+	fmt.Fprintf(a.stdout, "bootstrapped job %s: %d tables, %d rows, %s in %.1fs; pgsync run streams from %s\n",
+		cfg.Job, len(results), rows, humanize.IBytes(uint64(bytes)), secs, slot.ConsistentPoint)
+	return nil
+}
+
+// prepareTargetTables creates the missing target tables and checks that the
+// existing ones can take every source column. Unless replace is set, an
+// existing table must be empty: bootstrap never overwrites data it did not
+// copy itself.
+func prepareTargetTables(ctx context.Context, tgt *pgx.Conn, tables []catalog.Table, replace bool) error {
+	for i := range tables {
+		src := &tables[i]
+		have, ok, err := catalog.Lookup(ctx, tgt, src.Schema, src.Name)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			ddl := fmt.Sprintf("CREATE SCHEMA IF NOT EXISTS %s; %s", catalog.QuoteIdent(src.Schema), catalog.CreateTableSQL(src))
+			if _, err := tgt.Exec(ctx, ddl); err != nil {
+				return fmt.Errorf("create table %s on target: %w", src, err)
+			}
+			continue
+		}
+		if missing := catalog.MissingColumns(src, &have); len(missing) > 0 {
+			return failf(ExitFailed, "target table %s lacks source column(s) %s: add them on the target or drop the table so that bootstrap creates it", src, strings.Join(missing, ", "))
+		}
+		if replace {
+			continue
+		}
+		var nonEmpty bool
+		if err := tgt.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM "+src.Ident()+")").Scan(&nonEmpty); err != nil {
+			return fmt.Errorf("check target table %s: %w", src, err)
+		}
+		if nonEmpty {
+			return failf(ExitFailed, "target table %s is not empty: bootstrap copies into empty tables (empty it, or use bootstrap --force to replace its rows)", src)
+		}
+	}
+	return nil
+}
+
+// showCopyProgress draws a progress bar on a terminal, and otherwise logs a
+// line every 10 seconds. It returns the function that stops it.
+func (a *app) showCopyProgress(p *snapshot.Progress) func() {
+	done := make(chan struct{})
+	finished := make(chan struct{})
+	interactive := isTerminal(a.stderr)
+	var bar *progressbar.ProgressBar
+	every := 10 * time.Second
+	if interactive {
+		every = 200 * time.Millisecond
+		bar = progressbar.NewOptions64(-1,
+			progressbar.OptionSetWriter(a.stderr),
+			progressbar.OptionShowBytes(true),
+			progressbar.OptionSetDescription("copying"),
+			progressbar.OptionThrottle(every),
+			progressbar.OptionClearOnFinish())
+	}
+	go func() {
+		defer close(finished)
+		t := time.NewTicker(every)
+		defer t.Stop()
+		began := time.Now()
+		for {
+			select {
+			case <-done:
+				if bar != nil {
+					_ = bar.Finish()
+				}
+				return
+			case <-t.C:
+			}
+			b, r := p.Bytes.Load(), p.Rows.Load()
+			if bar != nil {
+				bar.Describe(fmt.Sprintf("copying: %d/%d tables, %d rows", p.TablesDone.Load(), p.TablesTotal.Load(), r))
+				_ = bar.Set64(b)
+				continue
+			}
+			a.log.Info("copying", "tables_done", p.TablesDone.Load(), "tables", p.TablesTotal.Load(), "rows", r, "bytes", b,
+				"mb_per_s", fmt.Sprintf("%.1f", float64(b)/1e6/time.Since(began).Seconds()))
+		}
+	}()
+	return func() { close(done); <-finished }
+}

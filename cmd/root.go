@@ -1,0 +1,99 @@
+// Package cmd wires pgsync's command line: it parses flags and the
+// configuration, opens connections and calls the snapshot, replication,
+// apply and verify packages. It holds no replication logic of its own.
+package cmd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"golang.org/x/term"
+
+	"github.com/pgsync/pgsync/config"
+	"github.com/pgsync/pgsync/replication"
+)
+
+// Exit statuses.
+const (
+	ExitOK     = 0
+	ExitFailed = 1 // the operation failed or found a difference
+	ExitUsage  = 2 // bad flags or configuration
+)
+
+// exitError carries an exit status with the message.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string { return e.err.Error() }
+func (e *exitError) Unwrap() error { return e.err }
+
+func failf(code int, format string, args ...any) error {
+	return &exitError{code: code, err: fmt.Errorf(format, args...)}
+}
+
+type app struct {
+	configPath string
+	stdout     io.Writer
+	stderr     io.Writer
+	log        *slog.Logger
+}
+
+// Execute runs the command line and returns the process exit status. Every
+// error is printed as one line on stderr.
+func Execute(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	a := &app{stdout: stdout, stderr: stderr, log: slog.New(slog.NewTextHandler(stderr, nil))}
+	root := &cobra.Command{
+		Use:           "pgsync",
+		Short:         "Keep a target PostgreSQL in sync with a source through logical replication",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.PersistentFlags().StringVarP(&a.configPath, "config", "c", "pgsync.toml", "configuration file")
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &exitError{code: ExitUsage, err: err} })
+	root.AddCommand(a.bootstrapCmd(), a.runCmd(), a.statusCmd(), a.verifyCmd(), a.teardownCmd(), a.versionCmd())
+	root.SetArgs(args)
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	err := root.ExecuteContext(ctx)
+	if err == nil {
+		return ExitOK
+	}
+	code := ExitFailed
+	var ee *exitError
+	var ce *config.Error
+	switch {
+	case errors.As(err, &ee):
+		code = ee.code
+	case errors.As(err, &ce):
+		code = ExitUsage
+	case strings.HasPrefix(err.Error(), "unknown command") || strings.HasPrefix(err.Error(), "unknown flag") || strings.Contains(err.Error(), "accepts"):
+		code = ExitUsage
+	}
+	fmt.Fprintf(stderr, "pgsync: %s\n", oneLine(err.Error()))
+	return code
+}
+
+func oneLine(s string) string {
+	return strings.Join(strings.Fields(strings.ReplaceAll(s, "\n", " ")), " ")
+}
+
+func (a *app) loadConfig() (*config.Config, error) {
+	return config.Load(a.configPath)
+}
+
+func names(cfg *config.Config) replication.Names {
+	return replication.Names{Slot: cfg.SlotName(), Publication: cfg.SlotName()}
+}
+
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
+}

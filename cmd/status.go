@@ -1,0 +1,99 @@
+package cmd
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/pgsync/pgsync/apply"
+	"github.com/pgsync/pgsync/pgconnect"
+	"github.com/pgsync/pgsync/replication"
+)
+
+// jobStatus is the output of pgsync status; its JSON keys are documented.
+type jobStatus struct {
+	Job               string  `json:"job"`
+	Slot              string  `json:"slot"`
+	SlotExists        bool    `json:"slot_exists"`
+	SlotActive        bool    `json:"slot_active"`
+	ConfirmedFlushLSN string  `json:"confirmed_flush_lsn"`
+	State             string  `json:"state"`
+	AppliedLSN        string  `json:"applied_lsn"`
+	SourceWALLSN      string  `json:"source_wal_lsn"`
+	LagBytes          *int64  `json:"lag_bytes"`
+	RetainedWALBytes  *int64  `json:"retained_wal_bytes"`
+	Error             *string `json:"error,omitempty"`
+}
+
+func (a *app) statusCmd() *cobra.Command {
+	var asJSON bool
+	c := &cobra.Command{
+		Use:   "status",
+		Short: "Show the slot, the applied position and the lag",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg, err := a.loadConfig()
+			if err != nil {
+				return err
+			}
+			ctx := cmd.Context()
+			src, err := pgconnect.Connect(ctx, "source", cfg.SourceURL)
+			if err != nil {
+				return err
+			}
+			defer src.Close(ctx)
+			tgt, err := pgconnect.Connect(ctx, "target", cfg.TargetURL)
+			if err != nil {
+				return err
+			}
+			defer tgt.Close(ctx)
+			n := names(cfg)
+			slot, err := replication.Status(ctx, src, n)
+			if err != nil {
+				return err
+			}
+			st := jobStatus{Job: cfg.Job, Slot: n.Slot, SlotExists: slot.Exists, SlotActive: slot.Active, SourceWALLSN: slot.CurrentWALLSN.String(), State: "not bootstrapped"}
+			if slot.Exists {
+				st.ConfirmedFlushLSN = slot.ConfirmedFlushLSN.String()
+				retained := int64(slot.CurrentWALLSN) - int64(slot.RestartLSN)
+				st.RetainedWALBytes = &retained
+			}
+			prog, err := apply.ReadProgress(ctx, tgt, cfg.Job)
+			switch {
+			case errors.Is(err, apply.ErrNoProgress):
+			case err != nil:
+				return err
+			default:
+				st.State = prog.State
+				st.AppliedLSN = prog.LSN.String()
+				// The slot may be ahead of the progress row when it skipped
+				// WAL without changes for the job: lag is what the source
+				// still has to send.
+				applied := max(prog.LSN, slot.ConfirmedFlushLSN)
+				lag := max(int64(slot.CurrentWALLSN)-int64(applied), 0)
+				st.LagBytes = &lag
+			}
+			if asJSON {
+				enc := json.NewEncoder(a.stdout)
+				enc.SetIndent("", "  ")
+				return enc.Encode(st)
+			}
+			fmt.Fprintf(a.stdout, "job:                 %s (%s)\n", st.Job, st.State)
+			fmt.Fprintf(a.stdout, "slot:                %s (exists: %t, active: %t)\n", st.Slot, st.SlotExists, st.SlotActive)
+			fmt.Fprintf(a.stdout, "confirmed_flush_lsn: %s\n", st.ConfirmedFlushLSN)
+			fmt.Fprintf(a.stdout, "applied_lsn:         %s\n", st.AppliedLSN)
+			fmt.Fprintf(a.stdout, "source_wal_lsn:      %s\n", st.SourceWALLSN)
+			if st.LagBytes != nil {
+				fmt.Fprintf(a.stdout, "lag_bytes:           %d\n", *st.LagBytes)
+			}
+			if st.RetainedWALBytes != nil {
+				fmt.Fprintf(a.stdout, "retained_wal_bytes:  %d\n", *st.RetainedWALBytes)
+			}
+			return nil
+		},
+	}
+	c.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return c
+}

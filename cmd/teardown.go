@@ -1,0 +1,45 @@
+package cmd
+
+import (
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/pgsync/pgsync/apply"
+	"github.com/pgsync/pgsync/pgconnect"
+	"github.com/pgsync/pgsync/replication"
+)
+
+func (a *app) teardownCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "teardown",
+		Short: "Drop the slot and publication on the source and the job's progress on the target",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg, err := a.loadConfig()
+			if err != nil {
+				return err
+			}
+			ctx := cmd.Context()
+			src, err := pgconnect.Connect(ctx, "source", cfg.SourceURL)
+			if err != nil {
+				return err
+			}
+			defer src.Close(ctx)
+			tgt, err := pgconnect.Connect(ctx, "target", cfg.TargetURL)
+			if err != nil {
+				return err
+			}
+			defer tgt.Close(ctx)
+			n := names(cfg)
+			if err := replication.Drop(ctx, src, n); err != nil {
+				return err
+			}
+			if err := apply.DeleteProgress(ctx, tgt, cfg.Job); err != nil {
+				return err
+			}
+			fmt.Fprintf(a.stdout, "job %s torn down: slot and publication %s dropped, progress removed (target tables kept)\n", cfg.Job, n.Slot)
+			return nil
+		},
+	}
+}

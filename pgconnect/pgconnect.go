@@ -1,0 +1,80 @@
+// Package pgconnect opens pgsync's PostgreSQL connections with the session
+// settings that every side must share, so that text values round-trip
+// unchanged and hashes agree between source and target.
+package pgconnect
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+)
+
+// DefaultConnectTimeout bounds a connection attempt when the url sets none,
+// so that an unreachable server fails fast.
+const DefaultConnectTimeout = 5 * time.Second
+
+// sessionParams fix every setting that changes the text form of a value.
+var sessionParams = map[string]string{
+	"application_name":   "pgsync",
+	"TimeZone":           "UTC",
+	"DateStyle":          "ISO, MDY",
+	"IntervalStyle":      "postgres",
+	"extra_float_digits": "3",
+	"bytea_output":       "hex",
+	"lc_monetary":        "C",
+	"client_encoding":    "UTF8",
+}
+
+// ParseConfig parses url and applies pgsync's session settings.
+func ParseConfig(url string) (*pgx.ConnConfig, error) {
+	cfg, err := pgx.ParseConfig(url)
+	if err != nil {
+		return nil, err
+	}
+	apply(&cfg.Config)
+	return cfg, nil
+}
+
+func apply(cfg *pgconn.Config) {
+	if cfg.ConnectTimeout == 0 {
+		cfg.ConnectTimeout = DefaultConnectTimeout
+	}
+	for k, v := range sessionParams {
+		if _, set := cfg.RuntimeParams[k]; !set || k != "application_name" {
+			cfg.RuntimeParams[k] = v
+		}
+	}
+}
+
+// Connect opens a normal connection. role names the server ("source" or
+// "target") in the error.
+func Connect(ctx context.Context, role, url string) (*pgx.Conn, error) {
+	cfg, err := ParseConfig(url)
+	if err != nil {
+		return nil, fmt.Errorf("%s url: %w", role, err)
+	}
+	conn, err := pgx.ConnectConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("connect to %s %s:%d: %w", role, cfg.Host, cfg.Port, err)
+	}
+	return conn, nil
+}
+
+// ConnectReplication opens a logical replication connection
+// (replication=database) to the source.
+func ConnectReplication(ctx context.Context, url string) (*pgconn.PgConn, error) {
+	cfg, err := pgconn.ParseConfig(url)
+	if err != nil {
+		return nil, fmt.Errorf("source url: %w", err)
+	}
+	apply(cfg)
+	cfg.RuntimeParams["replication"] = "database"
+	conn, err := pgconn.ConnectConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("open replication connection to source %s:%d: %w", cfg.Host, cfg.Port, err)
+	}
+	return conn, nil
+}

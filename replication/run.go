@@ -1,0 +1,187 @@
+package replication
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"strings"
+	"time"
+
+	"github.com/jackc/pglogrepl"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/pgsync/pgsync/pgconnect"
+)
+
+// Target is the applier side of a session: it knows the durable resume
+// position and is closed when the session ends.
+type Target interface {
+	Applier
+	ResumeLSN(ctx context.Context) (pglogrepl.LSN, error)
+	Close(ctx context.Context) error
+}
+
+// RunOptions configures Run.
+type RunOptions struct {
+	StreamOptions
+	SourceURL string
+	// UntilCaughtUp ends Run once every transaction committed on the source
+	// before Run started is applied and acknowledged.
+	UntilCaughtUp bool
+	// ProgressEvery is the period of the progress log line; 0 means 10s.
+	ProgressEvery time.Duration
+	// MaxBackoff caps the wait between reconnects; 0 means 30s.
+	MaxBackoff time.Duration
+}
+
+// Run streams the job's slot into targets opened by openTarget until ctx
+// ends, reconnecting with backoff when the source or the target goes away.
+// Each session resumes from the position recorded on the target, so a
+// reconnect loses and repeats nothing.
+func Run(ctx context.Context, opts RunOptions, openTarget func(context.Context) (Target, error)) error {
+	log := opts.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	opts.Logger = log
+	if opts.Stats == nil {
+		opts.Stats = &Stats{}
+	}
+	if opts.ProgressEvery == 0 {
+		opts.ProgressEvery = 10 * time.Second
+	}
+	if opts.MaxBackoff == 0 {
+		opts.MaxBackoff = 30 * time.Second
+	}
+	if opts.UntilCaughtUp {
+		head, err := currentWAL(ctx, opts.SourceURL)
+		if err != nil {
+			return err
+		}
+		opts.StopAt = head
+		log.Info("running until caught up", "job_slot", opts.Slot, "source_wal_lsn", head.String())
+	}
+	stopProgress := logProgress(ctx, log, opts.Stats, opts.ProgressEvery)
+	defer stopProgress()
+
+	backoff := time.Second
+	for attempt := 0; ; attempt++ {
+		began := time.Now()
+		err := runSession(ctx, opts, openTarget, attempt)
+		if err == nil || ctx.Err() != nil {
+			log.Info("stopped", "slot", opts.Slot, "txns", opts.Stats.Txns.Load(), "rows", opts.Stats.Rows.Load())
+			return nil
+		}
+		if !Transient(err) {
+			return err
+		}
+		if time.Since(began) > time.Minute {
+			backoff = time.Second
+		}
+		log.Warn("connection lost, reconnecting", "slot", opts.Slot, "in", backoff.String(), "err", err)
+		select {
+		case <-ctx.Done():
+			log.Info("stopped", "slot", opts.Slot)
+			return nil
+		case <-time.After(backoff):
+		}
+		backoff = min(backoff*2, opts.MaxBackoff)
+	}
+}
+
+func runSession(ctx context.Context, opts RunOptions, openTarget func(context.Context) (Target, error), attempt int) error {
+	target, err := openTarget(ctx)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownGrace)
+		defer cancel()
+		_ = target.Close(cctx)
+	}()
+	start, err := target.ResumeLSN(ctx)
+	if err != nil {
+		return err
+	}
+	conn, err := pgconnect.ConnectReplication(ctx, opts.SourceURL)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
+		defer cancel()
+		_ = conn.Close(cctx)
+	}()
+	if attempt == 0 {
+		opts.Logger.Info("started", "slot", opts.Slot, "from_lsn", start.String())
+	} else {
+		opts.Logger.Info("reconnected", "slot", opts.Slot, "from_lsn", start.String(), "attempt", attempt)
+	}
+	return Stream(ctx, conn, start, target, opts.StreamOptions)
+}
+
+func currentWAL(ctx context.Context, url string) (pglogrepl.LSN, error) {
+	conn, err := pgconnect.Connect(ctx, "source", url)
+	if err != nil {
+		return 0, err
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	var s string
+	if err := conn.QueryRow(ctx, "SELECT pg_current_wal_lsn()::text").Scan(&s); err != nil {
+		return 0, fmt.Errorf("read source WAL position: %w", err)
+	}
+	return pglogrepl.ParseLSN(s)
+}
+
+// logProgress writes one line per period while work is applied.
+func logProgress(ctx context.Context, log *slog.Logger, st *Stats, every time.Duration) func() {
+	done := make(chan struct{})
+	go func() {
+		t := time.NewTicker(every)
+		defer t.Stop()
+		lastTxns, lastRows := st.Txns.Load(), st.Rows.Load()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-done:
+				return
+			case <-t.C:
+			}
+			txns, rows := st.Txns.Load(), st.Rows.Load()
+			if txns == lastTxns && rows == lastRows {
+				continue
+			}
+			secs := every.Seconds()
+			log.Info("applying", "txn_per_s", int64(float64(txns-lastTxns)/secs), "rows_per_s", int64(float64(rows-lastRows)/secs),
+				"txns", txns, "rows", rows)
+			lastTxns, lastRows = txns, rows
+		}
+	}()
+	return func() { close(done) }
+}
+
+// Transient reports whether err comes from a lost or refused connection, so
+// that a new session may succeed; errors of the data (a missing column, a
+// diverged row) are permanent.
+func Transient(err error) bool {
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		switch {
+		case strings.HasPrefix(pgErr.Code, "08"), // connection exception
+			pgErr.Code == "57P01", pgErr.Code == "57P02", pgErr.Code == "57P03", // shutdown, crash, cannot connect now
+			pgErr.Code == "55006", // slot still active for the previous walsender
+			pgErr.Code == "53300": // too many connections
+			return true
+		}
+		return false
+	}
+	var netErr net.Error
+	var connectErr *pgconn.ConnectError
+	return errors.As(err, &netErr) || errors.As(err, &connectErr) || errors.Is(err, io.EOF) ||
+		errors.Is(err, io.ErrUnexpectedEOF) || pgconn.SafeToRetry(err) || pgconn.Timeout(err) ||
+		strings.Contains(err.Error(), "conn closed") || strings.Contains(err.Error(), "server ended the stream")
+}

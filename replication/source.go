@@ -1,0 +1,202 @@
+// Package replication owns the source side of a job: the checks that the
+// source can replicate, the publication and the logical slot, the pgoutput
+// stream and the feedback that lets the source release WAL.
+package replication
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/jackc/pglogrepl"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/pgsync/pgsync/catalog"
+)
+
+// CheckSource verifies that the source can host a logical slot for pgsync:
+// wal_level, free slots and senders, and a user allowed to replicate. The
+// error lists every problem found, each with the setting to change.
+func CheckSource(ctx context.Context, conn *pgx.Conn) error {
+	var walLevel string
+	var maxSlots, usedSlots, maxSenders, usedSenders int
+	var canReplicate bool
+	err := conn.QueryRow(ctx, `
+SELECT current_setting('wal_level'),
+       current_setting('max_replication_slots')::int,
+       (SELECT count(*) FROM pg_replication_slots)::int,
+       current_setting('max_wal_senders')::int,
+       (SELECT count(*) FROM pg_stat_replication)::int,
+       (SELECT rolsuper OR rolreplication FROM pg_roles WHERE rolname = current_user)`).
+		Scan(&walLevel, &maxSlots, &usedSlots, &maxSenders, &usedSenders, &canReplicate)
+	if err != nil {
+		return fmt.Errorf("check source settings: %w", err)
+	}
+	var problems []string
+	if walLevel != "logical" {
+		problems = append(problems, fmt.Sprintf("wal_level is %q, logical replication needs wal_level = logical (set it in postgresql.conf and restart the source)", walLevel))
+	}
+	if usedSlots >= maxSlots {
+		problems = append(problems, fmt.Sprintf("max_replication_slots = %d and %d slots exist: raise max_replication_slots", maxSlots, usedSlots))
+	}
+	if usedSenders >= maxSenders {
+		problems = append(problems, fmt.Sprintf("max_wal_senders = %d and %d are in use: raise max_wal_senders", maxSenders, usedSenders))
+	}
+	if !canReplicate {
+		problems = append(problems, "the source user lacks the REPLICATION attribute (ALTER ROLE ... REPLICATION)")
+	}
+	if len(problems) > 0 {
+		return fmt.Errorf("source cannot replicate: %s", strings.Join(problems, "; "))
+	}
+	return nil
+}
+
+// CheckReplicaIdentity refuses tables whose UPDATE and DELETE could not be
+// published: with no primary key and no replica identity, publishing them
+// would make those statements fail in the source application.
+func CheckReplicaIdentity(tables []catalog.Table) error {
+	var bad []string
+	for i := range tables {
+		t := &tables[i]
+		if !t.Replicable() {
+			bad = append(bad, fmt.Sprintf("%s has no primary key or replica identity (fix: ALTER TABLE %s REPLICA IDENTITY FULL, or add a primary key)", t, t.Ident()))
+		}
+	}
+	if len(bad) > 0 {
+		return fmt.Errorf("refusing to publish: %s", strings.Join(bad, "; "))
+	}
+	return nil
+}
+
+// Names holds the source-side names of a job.
+type Names struct {
+	Slot        string // pgsync_<job>
+	Publication string // pgsync_<job>
+}
+
+// CreatePublication creates the job's publication for exactly tables.
+func CreatePublication(ctx context.Context, conn *pgx.Conn, n Names, tables []catalog.Table) error {
+	idents := make([]string, len(tables))
+	for i := range tables {
+		idents[i] = tables[i].Ident()
+	}
+	sql := fmt.Sprintf("CREATE PUBLICATION %s FOR TABLE %s", catalog.QuoteIdent(n.Publication), strings.Join(idents, ", "))
+	if _, err := conn.Exec(ctx, sql); err != nil {
+		return fmt.Errorf("create publication %s: %w", n.Publication, err)
+	}
+	return nil
+}
+
+// PublishedTables returns the tables of the job's publication as
+// schema/name pairs, sorted.
+func PublishedTables(ctx context.Context, conn *pgx.Conn, publication string) ([][2]string, error) {
+	rows, err := conn.Query(ctx, `SELECT schemaname::text, tablename::text FROM pg_publication_tables WHERE pubname = $1 ORDER BY 1, 2`, publication)
+	if err != nil {
+		return nil, fmt.Errorf("list tables of publication %s: %w", publication, err)
+	}
+	var out [][2]string
+	for rows.Next() {
+		var s, t string
+		if err := rows.Scan(&s, &t); err != nil {
+			return nil, err
+		}
+		out = append(out, [2]string{s, t})
+	}
+	return out, rows.Err()
+}
+
+// Slot is a freshly created logical slot whose exported snapshot stays
+// valid for as long as Conn is open and idle.
+type Slot struct {
+	Conn            *pgconn.PgConn
+	SnapshotName    string
+	ConsistentPoint pglogrepl.LSN
+}
+
+// CreateSlot creates the job's pgoutput slot on the replication connection
+// conn and exports its snapshot. The caller must keep conn open, doing
+// nothing else, until every copy has imported the snapshot.
+func CreateSlot(ctx context.Context, conn *pgconn.PgConn, n Names) (*Slot, error) {
+	res, err := pglogrepl.CreateReplicationSlot(ctx, conn, n.Slot, "pgoutput",
+		pglogrepl.CreateReplicationSlotOptions{Mode: pglogrepl.LogicalReplication, SnapshotAction: "EXPORT_SNAPSHOT"})
+	if err != nil {
+		return nil, fmt.Errorf("create replication slot %s: %w", n.Slot, err)
+	}
+	lsn, err := pglogrepl.ParseLSN(res.ConsistentPoint)
+	if err != nil {
+		return nil, fmt.Errorf("create replication slot %s: consistent point %q: %w", n.Slot, res.ConsistentPoint, err)
+	}
+	return &Slot{Conn: conn, SnapshotName: res.SnapshotName, ConsistentPoint: lsn}, nil
+}
+
+// Exists reports whether the job's slot or publication exist on the source.
+func Exists(ctx context.Context, conn *pgx.Conn, n Names) (slot, publication bool, err error) {
+	err = conn.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_replication_slots WHERE slot_name = $1),
+       EXISTS (SELECT 1 FROM pg_publication WHERE pubname = $2)`, n.Slot, n.Publication).Scan(&slot, &publication)
+	if err != nil {
+		return false, false, fmt.Errorf("look up slot %s: %w", n.Slot, err)
+	}
+	return slot, publication, nil
+}
+
+// ErrSlotActive is returned by Drop when a pgsync run still streams from the slot.
+var ErrSlotActive = errors.New("slot is in use")
+
+// Drop removes the job's slot and publication; missing ones are fine.
+func Drop(ctx context.Context, conn *pgx.Conn, n Names) error {
+	var active bool
+	var pid *int32
+	err := conn.QueryRow(ctx, `SELECT active, active_pid FROM pg_replication_slots WHERE slot_name = $1`, n.Slot).Scan(&active, &pid)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+	case err != nil:
+		return fmt.Errorf("look up slot %s: %w", n.Slot, err)
+	case active:
+		p := int32(0)
+		if pid != nil {
+			p = *pid
+		}
+		return fmt.Errorf("drop slot %s: %w by process %d (stop pgsync run first)", n.Slot, ErrSlotActive, p)
+	default:
+		if _, err := conn.Exec(ctx, `SELECT pg_drop_replication_slot($1)`, n.Slot); err != nil {
+			return fmt.Errorf("drop slot %s: %w", n.Slot, err)
+		}
+	}
+	if _, err := conn.Exec(ctx, "DROP PUBLICATION IF EXISTS "+catalog.QuoteIdent(n.Publication)); err != nil {
+		return fmt.Errorf("drop publication %s: %w", n.Publication, err)
+	}
+	return nil
+}
+
+// SlotStatus is what the source knows about a job's slot.
+type SlotStatus struct {
+	Exists            bool
+	Active            bool
+	ConfirmedFlushLSN pglogrepl.LSN
+	RestartLSN        pglogrepl.LSN
+	CurrentWALLSN     pglogrepl.LSN
+}
+
+// Status reads the slot's state and the source's current WAL position.
+func Status(ctx context.Context, conn *pgx.Conn, n Names) (SlotStatus, error) {
+	var s SlotStatus
+	var confirmed, restart *string
+	var current string
+	err := conn.QueryRow(ctx, `
+SELECT s.slot_name IS NOT NULL, coalesce(s.active, false), s.confirmed_flush_lsn::text, s.restart_lsn::text, pg_current_wal_lsn()::text
+FROM (SELECT 1) one LEFT JOIN pg_replication_slots s ON s.slot_name = $1`, n.Slot).Scan(&s.Exists, &s.Active, &confirmed, &restart, &current)
+	if err != nil {
+		return s, fmt.Errorf("read slot %s: %w", n.Slot, err)
+	}
+	parse := func(p *string) pglogrepl.LSN {
+		if p == nil {
+			return 0
+		}
+		l, _ := pglogrepl.ParseLSN(*p)
+		return l
+	}
+	s.ConfirmedFlushLSN, s.RestartLSN, s.CurrentWALLSN = parse(confirmed), parse(restart), parse(&current)
+	return s, nil
+}

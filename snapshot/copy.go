@@ -1,0 +1,213 @@
+// Package snapshot copies a job's tables from the source to the target with
+// parallel COPY streams that all read under one exported snapshot, so the
+// copy is exactly the source at the slot's consistent point.
+package snapshot
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/pgsync/pgsync/catalog"
+	"github.com/pgsync/pgsync/pgconnect"
+)
+
+// Options configures Copy.
+type Options struct {
+	SourceURL string
+	TargetURL string
+	// SnapshotName is the snapshot exported by the slot's creation.
+	SnapshotName string
+	// MaxParallel is the number of concurrent COPY streams.
+	MaxParallel int
+	// BufferSize is the size of each stream's read buffer in bytes.
+	BufferSize int
+	// Imported is called once every stream has imported the snapshot:
+	// from then on the exporting connection may close.
+	Imported func()
+	Progress *Progress
+	Logger   *slog.Logger
+}
+
+// Progress counts copied rows and bytes; it is safe for concurrent use.
+type Progress struct {
+	Rows        atomic.Int64
+	Bytes       atomic.Int64
+	TablesDone  atomic.Int64
+	TablesTotal atomic.Int64
+}
+
+// TableResult is what one table's copy moved.
+type TableResult struct {
+	Table    string
+	Rows     int64
+	Bytes    int64
+	Duration time.Duration
+}
+
+// Copy copies tables with at most MaxParallel concurrent streams. Each
+// stream is one source transaction (REPEATABLE READ, READ ONLY) that imports
+// the snapshot before reading anything; a stream that cannot import it fails
+// the copy rather than reading another point in time. Each table is emptied
+// and filled in one target transaction, so an interrupted copy leaves no
+// half-copied table behind a committed row count.
+func Copy(ctx context.Context, opts Options, tables []catalog.Table) ([]TableResult, error) {
+	log := opts.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	if opts.Progress == nil {
+		opts.Progress = &Progress{}
+	}
+	opts.Progress.TablesTotal.Store(int64(len(tables)))
+	// Largest first keeps the streams busy until the end.
+	order := make([]*catalog.Table, len(tables))
+	for i := range tables {
+		order[i] = &tables[i]
+	}
+	sort.SliceStable(order, func(i, j int) bool { return order[i].SizeBytes > order[j].SizeBytes })
+	work := make(chan *catalog.Table, len(order))
+	for _, t := range order {
+		work <- t
+	}
+	close(work)
+
+	streams := max(1, min(opts.MaxParallel, len(tables)))
+	var imported sync.WaitGroup
+	imported.Add(streams)
+	go func() {
+		imported.Wait()
+		if opts.Imported != nil {
+			opts.Imported()
+		}
+	}()
+
+	var mu sync.Mutex
+	var results []TableResult
+	g, gctx := errgroup.WithContext(ctx)
+	for i := 0; i < streams; i++ {
+		g.Go(func() error {
+			once := sync.OnceFunc(imported.Done)
+			defer once() // a failed stream must not hold the others' barrier
+			return copyStream(gctx, opts, work, once, func(r TableResult) {
+				mu.Lock()
+				results = append(results, r)
+				mu.Unlock()
+				log.Info("table copied", "table", r.Table, "rows", r.Rows, "bytes", r.Bytes,
+					"seconds", fmt.Sprintf("%.2f", r.Duration.Seconds()),
+					"mb_per_s", fmt.Sprintf("%.1f", float64(r.Bytes)/1e6/max(r.Duration.Seconds(), 1e-3)))
+			})
+		})
+	}
+	err := g.Wait()
+	sort.Slice(results, func(i, j int) bool { return results[i].Table < results[j].Table })
+	return results, err
+}
+
+func copyStream(ctx context.Context, opts Options, work <-chan *catalog.Table, imported func(), done func(TableResult)) error {
+	src, err := pgconnect.Connect(ctx, "source", opts.SourceURL)
+	if err != nil {
+		return err
+	}
+	defer src.Close(context.WithoutCancel(ctx))
+	tx, err := src.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
+	if err != nil {
+		return fmt.Errorf("begin snapshot transaction on source: %w", err)
+	}
+	defer tx.Rollback(context.WithoutCancel(ctx))
+	if _, err := tx.Exec(ctx, "SET TRANSACTION SNAPSHOT '"+opts.SnapshotName+"'"); err != nil {
+		return fmt.Errorf("import snapshot %s on source: %w", opts.SnapshotName, err)
+	}
+	imported()
+
+	dst, err := pgconnect.Connect(ctx, "target", opts.TargetURL)
+	if err != nil {
+		return err
+	}
+	defer dst.Close(context.WithoutCancel(ctx))
+
+	for t := range work {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		r, err := copyTable(ctx, opts, tx.Conn(), dst, t)
+		if err != nil {
+			return err
+		}
+		opts.Progress.TablesDone.Add(1)
+		done(r)
+	}
+	return nil
+}
+
+// copyTable pipes COPY TO STDOUT on the source into COPY FROM STDIN on the
+// target through a fixed-size buffer: memory does not grow with the table.
+func copyTable(ctx context.Context, opts Options, src, dst *pgx.Conn, t *catalog.Table) (TableResult, error) {
+	began := time.Now()
+	cols := t.CopiedColumns()
+	tx, err := dst.Begin(ctx)
+	if err != nil {
+		return TableResult{}, fmt.Errorf("copy %s: begin on target: %w", t, err)
+	}
+	defer tx.Rollback(context.WithoutCancel(ctx))
+	if _, err := tx.Exec(ctx, "TRUNCATE ONLY "+t.Ident()); err != nil {
+		return TableResult{}, fmt.Errorf("copy %s: empty target table: %w", t, err)
+	}
+
+	pr, pw := io.Pipe()
+	counter := &countingWriter{w: pw, progress: opts.Progress}
+	bufSize := max(opts.BufferSize, 4096)
+	var readErr error
+	readDone := make(chan struct{})
+	go func() {
+		defer close(readDone)
+		// Gather the many small CopyData messages into large pipe hand-offs.
+		bw := bufio.NewWriterSize(counter, bufSize)
+		_, readErr = src.PgConn().CopyTo(ctx, bw, fmt.Sprintf("COPY %s (%s) TO STDOUT", t.Ident(), cols))
+		if readErr == nil {
+			readErr = bw.Flush()
+		}
+		pw.CloseWithError(readErr)
+	}()
+	_, writeErr := tx.Conn().PgConn().CopyFrom(ctx, pr, fmt.Sprintf("COPY %s (%s) FROM STDIN", t.Ident(), cols))
+	pr.CloseWithError(writeErr)
+	<-readDone
+	if readErr != nil {
+		return TableResult{}, fmt.Errorf("copy %s: read from source: %w", t, readErr)
+	}
+	if writeErr != nil {
+		return TableResult{}, fmt.Errorf("copy %s: write to target: %w", t, writeErr)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return TableResult{}, fmt.Errorf("copy %s: commit on target: %w", t, err)
+	}
+	return TableResult{Table: t.String(), Rows: counter.rows, Bytes: counter.bytes, Duration: time.Since(began)}, nil
+}
+
+// countingWriter counts bytes and rows (text COPY ends every row with a
+// newline and escapes newlines inside values).
+type countingWriter struct {
+	w        io.Writer
+	rows     int64
+	bytes    int64
+	progress *Progress
+}
+
+func (c *countingWriter) Write(p []byte) (int, error) {
+	rows := int64(bytes.Count(p, []byte{'\n'}))
+	c.rows += rows
+	c.bytes += int64(len(p))
+	c.progress.Rows.Add(rows)
+	c.progress.Bytes.Add(int64(len(p)))
+	return c.w.Write(p)
+}
