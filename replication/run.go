@@ -68,14 +68,17 @@ func Run(ctx context.Context, opts RunOptions, openTarget func(context.Context) 
 	defer stopProgress()
 
 	backoff := time.Second
+	streamed := false // a session reached the stream once
 	for attempt := 0; ; attempt++ {
 		began := time.Now()
-		err := runSession(ctx, opts, openTarget, attempt)
+		err := runSession(ctx, opts, openTarget, attempt, &streamed)
 		if err == nil || ctx.Err() != nil {
 			log.Info("stopped", "slot", opts.Slot, "txns", opts.Stats.Txns.Load(), "rows", opts.Stats.Rows.Load())
 			return nil
 		}
-		if !Transient(err) {
+		// A server that is unreachable at start is a configuration problem
+		// to report at once; one that goes away later is waited for.
+		if !streamed || !Transient(err) {
 			return err
 		}
 		if time.Since(began) > time.Minute {
@@ -92,7 +95,7 @@ func Run(ctx context.Context, opts RunOptions, openTarget func(context.Context) 
 	}
 }
 
-func runSession(ctx context.Context, opts RunOptions, openTarget func(context.Context) (Target, error), attempt int) error {
+func runSession(ctx context.Context, opts RunOptions, openTarget func(context.Context) (Target, error), attempt int, streamed *bool) error {
 	target, err := openTarget(ctx)
 	if err != nil {
 		return err
@@ -115,6 +118,7 @@ func runSession(ctx context.Context, opts RunOptions, openTarget func(context.Co
 		defer cancel()
 		_ = conn.Close(cctx)
 	}()
+	*streamed = true
 	if attempt == 0 {
 		opts.Logger.Info("started", "slot", opts.Slot, "from_lsn", start.String())
 	} else {

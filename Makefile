@@ -1,0 +1,39 @@
+# pgsync: see README.md. `make test` and `make demo` install PostgreSQL 15
+# when it is missing (Debian: apt-get), so they work on a fresh machine.
+GO      ?= go
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+LDFLAGS := -X github.com/pgsync/pgsync/cmd.Version=$(VERSION)
+# The integration tests' own clusters, apart from the ones of `make demo`.
+TEST_PG_DIR ?= /tmp/pgsync-test-pg
+
+.PHONY: all build pg-install test unit integration demo bench clean
+
+all: build
+
+build:
+	$(GO) build -trimpath -ldflags "$(LDFLAGS)" -o bin/pgsync ./cmd/pgsync
+
+pg-install:
+	bash scripts/install-pg.sh
+
+# Unit and integration tests. The integration tests start and stop their own
+# clusters; the destroy below also cleans up after a test binary that was
+# killed (for example by -timeout).
+test: pg-install build
+	$(GO) vet ./...
+	@rc=0; PGSYNC_TEST_PG_DIR=$(TEST_PG_DIR) $(GO) test -count=1 -timeout 45m ./... || rc=$$?; \
+	  PGSYNC_PG_DIR=$(TEST_PG_DIR) PGSYNC_SOURCE_PORT=56432 PGSYNC_TARGET_PORT=56433 bash scripts/local-pg.sh destroy >/dev/null 2>&1; \
+	  exit $$rc
+
+unit:
+	$(GO) test -count=1 ./config ./pgoutput ./apply ./catalog ./position
+
+demo: pg-install build
+	bash scripts/demo.sh
+
+# Hot-path benchmarks (no network): decode and statement building.
+bench:
+	$(GO) test -run '^$$' -bench . -benchmem -count 5 ./pgoutput ./apply | tee bench-results/hotpath.txt
+
+clean:
+	rm -rf bin

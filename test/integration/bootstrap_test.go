@@ -1,0 +1,242 @@
+package integration
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestBootstrapCopiesEveryTypeAndVerifies(t *testing.T) {
+	e := newEnv(t, typesDDL+multiTableDDL, "")
+	// The job covers both schemas.
+	cfg, _ := os.ReadFile(e.cfgPath)
+	os.WriteFile(e.cfgPath, []byte(strings.Replace(string(cfg), `tables = ["public.*"]`, `tables = ["public.*", "sales.*"]`, 1)), 0o600)
+
+	r := e.mustPgsync("bootstrap")
+	if !strings.Contains(r.stdout, "bootstrapped job "+e.job+": 4 tables") {
+		t.Errorf("bootstrap summary: %q", r.stdout)
+	}
+	state := queryOne[string](t, e.tgt, "SELECT state FROM pgsync.progress WHERE job = $1", e.job)
+	if state != "ready" {
+		t.Errorf("progress state = %q, want ready", state)
+	}
+	slotLSN := queryOne[string](t, e.src, "SELECT confirmed_flush_lsn::text FROM pg_replication_slots WHERE slot_name = $1", "pgsync_"+e.job)
+	progLSN := queryOne[string](t, e.tgt, "SELECT lsn::text FROM pgsync.progress WHERE job = $1", e.job)
+	if slotLSN != progLSN {
+		t.Errorf("progress lsn %s, slot consistent point %s: want equal", progLSN, slotLSN)
+	}
+	e.mustVerify()
+
+	// Values arrive unchanged, compared as text on both sides.
+	for _, col := range []string{"num", "f4", "f8", "tstz", "iv", "m", "arr_2d", "jsb", "vc", "big"} {
+		q := fmt.Sprintf("SELECT string_agg(coalesce(%s::text, '<null>'), '|' ORDER BY id) FROM all_types", col)
+		if s, d := queryOne[string](t, e.src, q), queryOne[string](t, e.tgt, q); s != d {
+			t.Errorf("column %s differs:\nsource %.200s\ntarget %.200s", col, s, d)
+		}
+	}
+	// The generated column is computed by the target.
+	if v := queryOne[int](t, e.tgt, `SELECT total FROM sales."Mixed Case" WHERE "Id" = 21`); v != 42 {
+		t.Errorf("generated column = %d, want 42", v)
+	}
+
+	// verify notices a difference and names the table.
+	e.tgtExec("UPDATE orders SET note = 'changed' WHERE tenant = 1 AND id = 1")
+	r = e.pgsync("verify")
+	if r.code != 1 || !strings.Contains(r.stderr, "public.orders") || !strings.Contains(r.stdout, "DIFFERS") {
+		t.Errorf("verify after a target change: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	// ... also a duplicated row in a table without a key.
+	e.tgtExec("UPDATE orders SET note = 'order 1' WHERE tenant = 1 AND id = 1")
+	e.tgtExec("INSERT INTO events VALUES ('one', NULL, NULL)")
+	r = e.pgsync("verify")
+	if r.code != 1 || !strings.Contains(r.stderr, "public.events") {
+		t.Errorf("verify after a duplicated row: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+}
+
+func TestBootstrapRefusesTableWithoutReplicaIdentity(t *testing.T) {
+	e := newEnv(t, `CREATE TABLE keyed (id int PRIMARY KEY); CREATE TABLE loose (a int, b text); CREATE TABLE nothing (id int PRIMARY KEY);
+ALTER TABLE nothing REPLICA IDENTITY NOTHING;`, "")
+	r := e.pgsync("bootstrap")
+	if r.code != 1 {
+		t.Fatalf("exit %d, want 1\n%s", r.code, r.stderr)
+	}
+	for _, want := range []string{"public.loose", `ALTER TABLE "public"."loose" REPLICA IDENTITY FULL`, "public.nothing"} {
+		if !strings.Contains(r.stderr, want) {
+			t.Errorf("error does not mention %q:\n%s", want, r.stderr)
+		}
+	}
+	if strings.Contains(r.stderr, "public.keyed") {
+		t.Errorf("error blames a table with a key:\n%s", r.stderr)
+	}
+	if n := queryOne[int](t, e.src, "SELECT count(*) FROM pg_replication_slots WHERE slot_name = $1", "pgsync_"+e.job); n != 0 {
+		t.Errorf("a refused bootstrap created the slot")
+	}
+	if n := queryOne[int](t, e.src, "SELECT count(*) FROM pg_publication"); n != 0 {
+		t.Errorf("a refused bootstrap created a publication")
+	}
+}
+
+func TestBootstrapTwiceTeardownAndForce(t *testing.T) {
+	e := newEnv(t, "CREATE TABLE a (id int PRIMARY KEY, v text); INSERT INTO a SELECT g, 'x' FROM generate_series(1, 100) g;", "")
+	e.mustPgsync("bootstrap")
+	r := e.pgsync("bootstrap")
+	if r.code != 1 || !strings.Contains(r.stderr, "already bootstrapped") {
+		t.Fatalf("second bootstrap: exit %d\n%s", r.code, r.stderr)
+	}
+	e.srcExec("INSERT INTO a VALUES (1000, 'late')")
+	e.mustPgsync("bootstrap", "--force")
+	e.mustVerify()
+
+	r = e.mustPgsync("teardown")
+	if n := queryOne[int](t, e.src, "SELECT count(*) FROM pg_replication_slots WHERE slot_name = $1", "pgsync_"+e.job); n != 0 {
+		t.Errorf("teardown left the slot")
+	}
+	if n := queryOne[int](t, e.src, "SELECT count(*) FROM pg_publication WHERE pubname = $1", "pgsync_"+e.job); n != 0 {
+		t.Errorf("teardown left the publication")
+	}
+	if n := queryOne[int](t, e.tgt, "SELECT count(*) FROM pgsync.progress WHERE job = $1", e.job); n != 0 {
+		t.Errorf("teardown left the progress row")
+	}
+	e.mustPgsync("teardown") // idempotent
+
+	// After teardown the target tables still hold rows: a plain bootstrap
+	// refuses to overwrite them.
+	r = e.pgsync("bootstrap")
+	if r.code != 1 || !strings.Contains(r.stderr, "public.a is not empty") {
+		t.Fatalf("bootstrap into a non-empty table: exit %d\n%s", r.code, r.stderr)
+	}
+}
+
+func TestBootstrapRecoversFromInterruptedRun(t *testing.T) {
+	e := newEnv(t, `CREATE TABLE big (id int PRIMARY KEY, pad text);
+INSERT INTO big SELECT g, repeat('p', 200) FROM generate_series(1, 400000) g;`, "[tuning]\nmax_parallel_copies = 1\n")
+	bg := e.start("bootstrap")
+	eventually(t, 60*time.Second, "the copy to start", func() bool {
+		return queryOne[int](t, e.tgt, "SELECT count(*) FROM pg_stat_activity WHERE query LIKE 'COPY%FROM STDIN%'") > 0
+	})
+	bg.kill9(t)
+	if n := queryOne[int](t, e.tgt, "SELECT count(*) FROM big"); n == 400000 {
+		t.Fatal("the copy finished before the kill: the test did not exercise recovery")
+	}
+	state := queryOne[string](t, e.tgt, "SELECT state FROM pgsync.progress WHERE job = $1", e.job)
+	if state != "copying" {
+		t.Fatalf("state after an interrupted bootstrap = %q, want copying", state)
+	}
+	r := e.pgsync("run", "--until-caught-up")
+	if r.code != 1 || !strings.Contains(r.stderr, "bootstrap did not finish") {
+		t.Errorf("run after an interrupted bootstrap: exit %d\n%s", r.code, r.stderr)
+	}
+	e.mustPgsync("bootstrap")
+	e.mustVerify()
+}
+
+func TestConfigErrorsExitTwo(t *testing.T) {
+	dir := t.TempDir()
+	good := "[source]\nurl = \"postgres://postgres:s3cret@127.0.0.1:1/app\"\n[target]\nurl = \"postgres://postgres@127.0.0.1:1/app\"\n[job]\nname = \"x\"\ntables = [\"public.*\"]\n"
+	cases := []struct {
+		name, text string
+		want       []string
+	}{
+		{"unknown key", good + "[tuning]\nmax_batch_rowz = 5\n", []string{"tuning.max_batch_rowz", "unknown key"}},
+		{"bad size", good + "[tuning]\nmax_inflight_bytes = \"16 potatoes\"\n", []string{"tuning.max_inflight_bytes", "not a size"}},
+		{"bad job name", strings.Replace(good, `name = "x"`, `name = "a-b"`, 1), []string{"job.name"}},
+		{"missing section", good[strings.Index(good, "[target]"):], []string{"missing section [source]"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(dir, strings.ReplaceAll(tc.name, " ", "_")+".toml")
+			os.WriteFile(path, []byte(tc.text), 0o600)
+			for _, cmd := range []string{"bootstrap", "run", "status", "verify", "teardown"} {
+				r := runPgsync(t, 30*time.Second, "-c", path, cmd)
+				if r.code != 2 {
+					t.Errorf("%s: exit %d, want 2\n%s", cmd, r.code, r.stderr)
+				}
+				lines := strings.Split(strings.TrimSpace(r.stderr), "\n")
+				if len(lines) != 1 {
+					t.Errorf("%s: want one line, got %q", cmd, r.stderr)
+				}
+				for _, w := range append(tc.want, path) {
+					if !strings.Contains(r.stderr, w) {
+						t.Errorf("%s: %q does not contain %q", cmd, r.stderr, w)
+					}
+				}
+				if strings.Contains(r.stderr, "s3cret") {
+					t.Errorf("%s: password printed: %q", cmd, r.stderr)
+				}
+			}
+		})
+	}
+	r := runPgsync(t, 30*time.Second, "-c", filepath.Join(dir, "absent.toml"), "status")
+	if r.code != 2 || !strings.Contains(r.stderr, "absent.toml") {
+		t.Errorf("missing file: exit %d %q", r.code, r.stderr)
+	}
+}
+
+func TestUnreachableServerFailsFast(t *testing.T) {
+	// A port that accepts connections and never answers: the worst case.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			defer c.Close()
+		}
+	}()
+	// And a port where nothing listens.
+	closed, _ := net.Listen("tcp", "127.0.0.1:0")
+	closedAddr := closed.Addr().String()
+	closed.Close()
+
+	for _, addr := range []string{ln.Addr().String(), closedAddr} {
+		path := filepath.Join(t.TempDir(), "pgsync.toml")
+		os.WriteFile(path, []byte(fmt.Sprintf("[source]\nurl = \"postgres://postgres:s3cret@%s/app\"\n[target]\nurl = \"postgres://postgres:s3cret@%s/app\"\n[job]\nname = \"x\"\ntables = [\"public.*\"]\n", addr, addr)), 0o600)
+		for _, cmd := range []string{"bootstrap", "status", "run"} {
+			r := runPgsync(t, 30*time.Second, "-c", path, cmd)
+			if r.code != 1 {
+				t.Errorf("%s against %s: exit %d, want 1\n%s", cmd, addr, r.code, r.stderr)
+			}
+			if r.elapsed > 10*time.Second {
+				t.Errorf("%s against %s took %s, want under 10s", cmd, addr, r.elapsed)
+			}
+			if lines := strings.Split(strings.TrimSpace(r.stderr), "\n"); len(lines) != 1 || !strings.Contains(r.stderr, "connect to source") && !strings.Contains(r.stderr, "connect to target") {
+				t.Errorf("%s against %s: want one line naming the server, got %q", cmd, addr, r.stderr)
+			}
+			if strings.Contains(r.stderr, "s3cret") {
+				t.Errorf("password printed: %q", r.stderr)
+			}
+		}
+	}
+}
+
+func TestBootstrapSnapshotIsConsistentUnderWrites(t *testing.T) {
+	e := newEnv(t, `CREATE TABLE acct (id int PRIMARY KEY, balance bigint NOT NULL);
+INSERT INTO acct SELECT g, 1000 FROM generate_series(1, 50000) g;
+CREATE TABLE ledger (id bigserial PRIMARY KEY, acct int, delta bigint);`, "")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	writer := startTransfers(ctx, t, e.srcURL)
+	e.mustPgsync("bootstrap")
+	// The copy is one point in time: the money adds up on the target.
+	if sum := queryOne[int64](t, e.tgt, "SELECT sum(balance) FROM acct"); sum != 50000*1000 {
+		t.Errorf("target balance sum = %d, want %d: the tables were not copied under one snapshot", sum, 50000*1000)
+	}
+	time.Sleep(time.Second)
+	cancel()
+	if n := writer.wait(t); n == 0 {
+		t.Fatal("the writer committed nothing")
+	}
+	e.catchUp()
+	e.mustVerify()
+}
