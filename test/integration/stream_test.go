@@ -1,0 +1,282 @@
+package integration
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math/rand"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+func TestRunAppliesEveryKindOfChange(t *testing.T) {
+	e := newEnv(t, typesDDL+multiTableDDL+`
+CREATE TABLE parent (id int PRIMARY KEY);
+CREATE TABLE child (id int PRIMARY KEY, parent int REFERENCES parent);
+CREATE TABLE counter (id serial PRIMARY KEY, v text);
+INSERT INTO parent VALUES (1), (2); INSERT INTO child VALUES (1, 1);
+INSERT INTO counter (v) VALUES ('a'), ('b');`, "")
+	e.mustPgsync("bootstrap")
+	// The target gets the same foreign key, so that CASCADE means something.
+	e.tgtExec("ALTER TABLE child ADD FOREIGN KEY (parent) REFERENCES parent")
+
+	steps := []struct{ name, sql string }{
+		{"insert", "INSERT INTO orders VALUES (1, 100001, 5.00, 'new'), (2, 100002, NULL, NULL)"},
+		{"insert every type", `INSERT INTO all_types (i2, i4, i8, num, f4, f8, t, b, by, d, ts, tstz, iv, u, js, jsb, arr_i, ip, mac, m, bt, vb, tsv)
+			SELECT i2, i4, i8, num, f4, f8, t || ' copy', b, by, d, ts, tstz, iv, u, js, jsb, arr_i, ip, mac, m, bt, vb, tsv FROM all_types WHERE id <= 4`},
+		{"update", "UPDATE orders SET amount = amount * 2, note = 'doubled' WHERE id % 10 = 0"},
+		{"update to null", "UPDATE orders SET note = NULL WHERE id % 10 = 1"},
+		{"update primary key", "UPDATE orders SET id = id + 500000 WHERE id BETWEEN 100 AND 120"},
+		{"update leaving toast unchanged", "UPDATE all_types SET status = 'touched' WHERE big IS NOT NULL AND length(big) > 100000"},
+		{"update toast", "UPDATE all_types SET big = big || 'tail' WHERE t = 'toast 2'"},
+		{"delete", "DELETE FROM orders WHERE id % 10 = 5"},
+		{"full identity update one duplicate", "UPDATE events SET kind = 'dup' WHERE ctid = (SELECT ctid FROM events WHERE kind = 'dup' LIMIT 1)"},
+		{"full identity delete one of duplicates", "DELETE FROM events WHERE ctid = (SELECT ctid FROM events WHERE kind = 'dup' LIMIT 1)"},
+		{"full identity insert duplicates", "INSERT INTO events VALUES ('dup', '{\"x\":1}', '2024-01-01'), ('n', NULL, NULL), ('n', NULL, NULL)"},
+		{"full identity update with nulls and json", "UPDATE events SET at = '2025-01-01' WHERE ctid = (SELECT ctid FROM events WHERE kind = 'n' LIMIT 1)"},
+		{"quoted names", `UPDATE sales."Mixed Case" SET "Value" = 'changed' WHERE "Id" < 10`},
+		{"truncate several tables", "TRUNCATE orders, events"},
+		{"refill after truncate", "INSERT INTO orders SELECT 1, g, g, 'refill' FROM generate_series(1, 1000) g"},
+		{"truncate cascade", "TRUNCATE parent CASCADE"},
+		{"truncate restart identity", "TRUNCATE counter RESTART IDENTITY"},
+		{"insert after restart", "INSERT INTO counter (v) VALUES ('after')"},
+		{"multi-statement transaction", "BEGIN; INSERT INTO parent VALUES (7); INSERT INTO child VALUES (7, 7); UPDATE child SET id = 8 WHERE id = 7; DELETE FROM parent WHERE id = 1; COMMIT"},
+	}
+	for _, s := range steps {
+		e.srcExec(s.sql)
+	}
+	e.catchUp()
+	e.mustVerify()
+
+	// The unchanged TOAST values were kept, not overwritten with NULL.
+	// (three md5 toasts and the random one, all over 100 kB)
+	if n := queryOne[int](t, e.tgt, "SELECT count(*) FROM all_types WHERE status = 'touched' AND big IS NOT NULL AND length(big) > 100000"); n != 4 {
+		t.Errorf("rows with kept TOAST values after update = %d, want 4", n)
+	}
+	if n := queryOne[int](t, e.tgt, "SELECT count(*) FROM counter"); n != 1 {
+		t.Errorf("counter rows after TRUNCATE RESTART IDENTITY and one insert = %d, want 1", n)
+	}
+	if n := queryOne[int](t, e.tgt, "SELECT count(*) FROM child"); n != 1 {
+		t.Errorf("child rows after cascade and refill = %d, want 1", n)
+	}
+}
+
+func TestRunSchemaChangeStopsWithClearError(t *testing.T) {
+	e := newEnv(t, "CREATE TABLE s (id int PRIMARY KEY, a text); INSERT INTO s VALUES (1, 'x');", "")
+	e.mustPgsync("bootstrap")
+	e.srcExec("INSERT INTO s VALUES (2, 'y')")
+	e.catchUp()
+	before := queryOne[string](t, e.tgt, "SELECT lsn::text FROM pgsync.progress WHERE job = $1", e.job)
+
+	e.srcExec("ALTER TABLE s ADD COLUMN extra numeric(8,2)")
+	e.srcExec("INSERT INTO s VALUES (3, 'z', 1.5)")
+	r := e.pgsync("run", "--until-caught-up")
+	if r.code != 1 {
+		t.Fatalf("run after a source column was added: exit %d\n%s", r.code, r.stderr)
+	}
+	for _, want := range []string{"public.s", "extra", "numeric(8,2)", "ADD COLUMN"} {
+		if !strings.Contains(r.stderr, want) {
+			t.Errorf("error does not name %q: %s", want, r.stderr)
+		}
+	}
+	if after := queryOne[string](t, e.tgt, "SELECT lsn::text FROM pgsync.progress WHERE job = $1", e.job); after != before {
+		t.Errorf("progress moved from %s to %s on a failed apply", before, after)
+	}
+	if n := queryOne[int](t, e.tgt, "SELECT count(*) FROM s WHERE id = 3"); n != 0 {
+		t.Errorf("the row after the schema change was applied without its column")
+	}
+	// The operator follows the message; pgsync resumes where it stopped.
+	e.tgtExec("ALTER TABLE s ADD COLUMN extra numeric(8,2)")
+	e.catchUp()
+	e.mustVerify()
+
+	// A dropped source column leaves an extra (nullable) target column.
+	e.srcExec("ALTER TABLE s DROP COLUMN a")
+	e.srcExec("INSERT INTO s VALUES (4, 2.5)")
+	e.catchUp()
+	if n := queryOne[int](t, e.tgt, "SELECT count(*) FROM s WHERE id = 4 AND a IS NULL AND extra = 2.5"); n != 1 {
+		t.Errorf("insert after a dropped source column not applied")
+	}
+}
+
+func TestRunDivergedTargetStops(t *testing.T) {
+	e := newEnv(t, "CREATE TABLE d (id int PRIMARY KEY, v int); INSERT INTO d SELECT g, g FROM generate_series(1, 10) g;", "")
+	e.mustPgsync("bootstrap")
+	e.tgtExec("DELETE FROM d WHERE id = 5")
+	e.srcExec("UPDATE d SET v = 0 WHERE id = 5")
+	r := e.pgsync("run", "--until-caught-up")
+	if r.code != 1 || !strings.Contains(r.stderr, "UPDATE on public.d") || !strings.Contains(r.stderr, "diverged") {
+		t.Fatalf("update of a row missing on the target: exit %d\n%s", r.code, r.stderr)
+	}
+}
+
+// TestRunKill9MidStreamIsExactlyOnce kills pgsync with SIGKILL several times
+// while writers commit small transactions, some into a table without a key
+// where a duplicate would show, then checks that the target equals the
+// source.
+func TestRunKill9MidStreamIsExactlyOnce(t *testing.T) {
+	e := newEnv(t, `CREATE TABLE acct (id int PRIMARY KEY, balance bigint NOT NULL);
+INSERT INTO acct SELECT g, 1000 FROM generate_series(1, 50000) g;
+CREATE TABLE ledger (id bigserial PRIMARY KEY, acct int, delta bigint);
+CREATE TABLE nokey (w int, n int, note text);
+ALTER TABLE nokey REPLICA IDENTITY FULL;`, "[tuning]\nmax_batch_rows = 50\n")
+	e.mustPgsync("bootstrap")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	transfers := startTransfers(ctx, t, e.srcURL)
+	seq := 0
+	appends := startWriter(ctx, t, e.srcURL, func(ctx context.Context, tx pgx.Tx, rnd *rand.Rand) error {
+		seq++
+		_, err := tx.Exec(ctx, "INSERT INTO nokey SELECT 1, $1, 'same' FROM generate_series(1, 3)", seq%5)
+		return err
+	})
+	rnd := rand.New(rand.NewSource(time.Now().UnixNano()))
+	for i := 0; i < 5; i++ {
+		bg := e.start("run")
+		time.Sleep(time.Duration(300+rnd.Intn(1200)) * time.Millisecond)
+		bg.kill9(t)
+	}
+	cancel()
+	if transfers.wait(t) == 0 || appends.wait(t) == 0 {
+		t.Fatal("writers committed nothing")
+	}
+	e.catchUp()
+	e.mustVerify()
+	if sum := queryOne[int64](t, e.tgt, "SELECT sum(balance) FROM acct"); sum != 50000*1000 {
+		t.Errorf("target balance sum = %d, want %d", sum, 50000*1000)
+	}
+}
+
+func TestRunKill9InsideLargeTransaction(t *testing.T) {
+	e := newEnv(t, "CREATE TABLE bulk (id int PRIMARY KEY, pad text); CREATE TABLE dup (a int, b text); ALTER TABLE dup REPLICA IDENTITY FULL;", "")
+	e.mustPgsync("bootstrap")
+	e.srcExec("BEGIN; INSERT INTO bulk SELECT g, repeat('x', 100) FROM generate_series(1, 300000) g; INSERT INTO dup SELECT 1, 'same' FROM generate_series(1, 1000); COMMIT")
+	bg := e.start("run")
+	// Kill once the target has started on the transaction.
+	eventually(t, 60*time.Second, "the large transaction to be applied in part", func() bool {
+		return queryOne[int64](t, e.tgt, "SELECT n_tup_ins FROM pg_stat_user_tables WHERE relname = 'bulk'") > 0 ||
+			queryOne[int](t, e.tgt, "SELECT count(*) FROM pg_stat_activity WHERE query LIKE 'INSERT INTO \"public\".\"bulk\"%'") > 0
+	})
+	bg.kill9(t)
+	if n := queryOne[int](t, e.tgt, "SELECT count(*) FROM bulk"); n != 0 {
+		t.Fatalf("target shows %d rows of an unfinished source transaction", n)
+	}
+	e.catchUp()
+	e.mustVerify()
+	if n := queryOne[int](t, e.tgt, "SELECT count(*) FROM dup"); n != 1000 {
+		t.Errorf("dup rows = %d, want 1000", n)
+	}
+}
+
+func TestRunSurvivesSourceRestart(t *testing.T) {
+	e := newEnv(t, `CREATE TABLE acct (id int PRIMARY KEY, balance bigint NOT NULL);
+INSERT INTO acct SELECT g, 1000 FROM generate_series(1, 50000) g;
+CREATE TABLE ledger (id bigserial PRIMARY KEY, acct int, delta bigint);`, "")
+	e.mustPgsync("bootstrap")
+	bg := e.start("run")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	w := startTransfers(ctx, t, e.srcURL)
+	time.Sleep(time.Second)
+	if out, err := localPGRestart("source"); err != nil {
+		t.Fatalf("restart source: %v\n%s", err, out)
+	}
+	e.src.Close(context.Background())
+	e.src = mustConnect(t, e.srcURL)
+	time.Sleep(3 * time.Second)
+	cancel()
+	w.wait(t)
+	eventually(t, 60*time.Second, "pgsync to reconnect", func() bool { return strings.Contains(bg.stderr.String(), "msg=reconnected") })
+	_ = bg.cmd.Process.Signal(syscall.SIGTERM)
+	if code := bg.wait(t, 15*time.Second); code != 0 {
+		t.Fatalf("pgsync run exit %d after SIGTERM\n%s", code, bg.stderr.String())
+	}
+	e.catchUp()
+	e.mustVerify()
+}
+
+func TestRunStopsCleanlyOnSignal(t *testing.T) {
+	e := newEnv(t, "CREATE TABLE q (id int PRIMARY KEY, v text);", "")
+	e.mustPgsync("bootstrap")
+	bg := e.start("run")
+	for i := 0; i < 50; i++ {
+		e.srcExec("INSERT INTO q VALUES ($1, 'v')", i)
+	}
+	eventually(t, 30*time.Second, "rows to arrive", func() bool { return queryOne[int](t, e.tgt, "SELECT count(*) FROM q") == 50 })
+	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM} {
+		began := time.Now()
+		_ = bg.cmd.Process.Signal(sig)
+		if code := bg.wait(t, 10*time.Second); code != 0 {
+			t.Fatalf("exit %d after %v\n%s", code, sig, bg.stderr.String())
+		}
+		if d := time.Since(began); d > 5*time.Second {
+			t.Errorf("stopping on %v took %s", sig, d)
+		}
+		if !strings.Contains(bg.stderr.String(), "msg=stopped") {
+			t.Errorf("no stop line in the log:\n%s", bg.stderr.String())
+		}
+		// The final position reached the source.
+		applied := queryOne[string](t, e.tgt, "SELECT lsn::text FROM pgsync.progress WHERE job = $1", e.job)
+		confirmed := queryOne[string](t, e.src, "SELECT confirmed_flush_lsn::text FROM pg_replication_slots WHERE slot_name = $1", "pgsync_"+e.job)
+		if lsnLess(confirmed, applied) {
+			t.Errorf("after %v the slot is at %s, the target at %s", sig, confirmed, applied)
+		}
+		if sig == syscall.SIGINT {
+			bg = e.start("run")
+			e.srcExec("INSERT INTO q VALUES (1000, 'after restart')")
+			eventually(t, 30*time.Second, "row after restart", func() bool { return queryOne[int](t, e.tgt, "SELECT count(*) FROM q") == 51 })
+		}
+	}
+}
+
+func TestStatusJSON(t *testing.T) {
+	e := newEnv(t, "CREATE TABLE st (id int PRIMARY KEY);", "")
+	r := e.mustPgsync("status", "--json")
+	var before map[string]any
+	if err := json.Unmarshal([]byte(r.stdout), &before); err != nil {
+		t.Fatalf("status --json: %v\n%s", err, r.stdout)
+	}
+	if before["state"] != "not bootstrapped" || before["slot_exists"] != false {
+		t.Errorf("status before bootstrap: %s", r.stdout)
+	}
+	e.mustPgsync("bootstrap")
+	e.srcExec("INSERT INTO st SELECT generate_series(1, 1000)")
+	var st map[string]any
+	r = e.mustPgsync("status", "--json")
+	if err := json.Unmarshal([]byte(r.stdout), &st); err != nil {
+		t.Fatalf("status --json: %v\n%s", err, r.stdout)
+	}
+	for _, k := range []string{"job", "slot", "slot_active", "confirmed_flush_lsn", "applied_lsn", "source_wal_lsn", "lag_bytes", "retained_wal_bytes"} {
+		if _, ok := st[k]; !ok {
+			t.Errorf("status --json lacks key %q: %s", k, r.stdout)
+		}
+	}
+	if st["job"] != e.job || st["slot"] != "pgsync_"+e.job || st["slot_active"] != false {
+		t.Errorf("status: %s", r.stdout)
+	}
+	if lag, _ := st["lag_bytes"].(float64); lag <= 0 {
+		t.Errorf("lag_bytes = %v before run, want > 0", st["lag_bytes"])
+	}
+	e.catchUp()
+	r = e.mustPgsync("status", "--json")
+	json.Unmarshal([]byte(r.stdout), &st)
+	if st["applied_lsn"] == "" || st["confirmed_flush_lsn"] == "" {
+		t.Errorf("status after run: %s", r.stdout)
+	}
+	r = e.mustPgsync("status")
+	if !strings.Contains(r.stdout, "applied_lsn:") || !strings.Contains(r.stdout, "lag_bytes:") {
+		t.Errorf("status text: %s", r.stdout)
+	}
+}
+
+// lsnLess compares two LSNs in text form.
+func lsnLess(a, b string) bool {
+	var ah, al, bh, bl uint64
+	fmt.Sscanf(a, "%X/%X", &ah, &al)
+	fmt.Sscanf(b, "%X/%X", &bh, &bl)
+	return ah<<32|al < bh<<32|bl
+}
