@@ -72,6 +72,8 @@ type relation struct {
 
 type statement struct {
 	name string
+	sql  string
+	rel  *relation
 	// setCols are the new-tuple columns bound first (INSERT: all; UPDATE:
 	// those not unchanged-TOAST); the identity values follow for UPDATE and
 	// DELETE.
@@ -165,18 +167,31 @@ func (a *Applier) Relation(ctx context.Context, r *pgoutput.Relation) error {
 			have[c.Name] = true
 		}
 	}
-	rel := &relation{src: r, ident: pgx.Identifier{r.Schema, r.Name}.Sanitize(), full: r.ReplicaIdentity == 'f'}
-	if old := a.relations[r.ID]; old != nil {
-		rel.gen = old.gen + 1
+	rel, missing := newRelation(r, a.relations[r.ID], have)
+	if missing >= 0 {
+		c := r.Columns[missing]
+		var typ string
+		if err := a.conn.QueryRow(ctx, "SELECT format_type($1::oid, $2::int)", c.TypeOID, c.TypMod).Scan(&typ); err != nil {
+			typ = "oid " + strconv.FormatUint(uint64(c.TypeOID), 10)
+		}
+		return a.fail(ctx, fmt.Errorf("table %s at %s: column %s (%s) exists on the source but not on the target; add it on the target (ALTER TABLE %s ADD COLUMN %s %s) and rerun pgsync run",
+			r, a.sourceLSN, c.Name, typ, rel.ident, catalog.QuoteIdent(c.Name), typ))
+	}
+	a.relations[r.ID] = rel
+	return nil
+}
+
+// newRelation builds the apply-side view of r. have holds the target's
+// column names; missing is the index of the first source column the target
+// lacks, or -1.
+func newRelation(r *pgoutput.Relation, prev *relation, have map[string]bool) (rel *relation, missing int) {
+	rel = &relation{src: r, ident: pgx.Identifier{r.Schema, r.Name}.Sanitize(), full: r.ReplicaIdentity == 'f'}
+	if prev != nil {
+		rel.gen = prev.gen + 1
 	}
 	for i, c := range r.Columns {
 		if !have[c.Name] {
-			var typ string
-			if err := a.conn.QueryRow(ctx, "SELECT format_type($1::oid, $2::int)", c.TypeOID, c.TypMod).Scan(&typ); err != nil {
-				typ = "oid " + strconv.FormatUint(uint64(c.TypeOID), 10)
-			}
-			return a.fail(ctx, fmt.Errorf("table %s at %s: column %s (%s) exists on the source but not on the target; add it on the target (ALTER TABLE %s ADD COLUMN %s %s) and rerun pgsync run",
-				r, a.sourceLSN, c.Name, typ, rel.ident, catalog.QuoteIdent(c.Name), typ))
+			return rel, i
 		}
 		rel.cols = append(rel.cols, catalog.QuoteIdent(c.Name))
 		rel.textEq = append(rel.textEq, noEquality[c.TypeOID])
@@ -184,8 +199,7 @@ func (a *Applier) Relation(ctx context.Context, r *pgoutput.Relation) error {
 			rel.keys = append(rel.keys, i)
 		}
 	}
-	a.relations[r.ID] = rel
-	return nil
+	return rel, -1
 }
 
 // noEquality lists built-in types without a default equality operator: a
@@ -199,20 +213,36 @@ var noEquality = map[uint32]bool{
 
 // Change queues one row change.
 func (a *Applier) Change(ctx context.Context, c *pgoutput.Change) error {
-	rel := a.relations[c.RelationID]
-	if rel == nil {
-		return a.fail(ctx, fmt.Errorf("change at %s: relation %d was never described by the source", a.sourceLSN, c.RelationID))
-	}
-	if len(c.New.Kinds) != 0 && len(c.New.Kinds) != len(rel.cols) || len(c.Old.Kinds) != 0 && len(c.Old.Kinds) != len(rel.cols) {
-		return a.fail(ctx, fmt.Errorf("%s on %s at %s: row has %d columns, relation has %d", opName(c.Op), rel.src, a.sourceLSN, max(len(c.New.Kinds), len(c.Old.Kinds)), len(rel.cols)))
-	}
-	a.startPipeline(ctx)
-	st, err := a.statementFor(rel, c)
+	st, fresh, params, n, err := a.bind(c)
 	if err != nil {
 		return a.fail(ctx, err)
 	}
-	params := a.params[:0]
-	var n int64
+	a.startPipeline(ctx)
+	if fresh {
+		a.pipeline.SendPrepare(st.name, st.sql, nil)
+		a.pending = append(a.pending, pending{kind: pendingPrepare, op: c.Op, rel: st.rel, lsn: a.sourceLSN})
+	}
+	a.pipeline.SendQueryPrepared(st.name, params, nil, nil)
+	a.pending = append(a.pending, pending{kind: pendingRow, op: c.Op, rel: st.rel, lsn: a.sourceLSN})
+	return a.queued(ctx, n)
+}
+
+// bind finds the statement for the change (fresh when it must be prepared
+// first) and its parameters: text values straight from the message, no
+// conversion. n is the number of value bytes.
+func (a *Applier) bind(c *pgoutput.Change) (st *statement, fresh bool, params [][]byte, n int64, err error) {
+	rel := a.relations[c.RelationID]
+	if rel == nil {
+		return nil, false, nil, 0, fmt.Errorf("change at %s: relation %d was never described by the source", a.sourceLSN, c.RelationID)
+	}
+	if len(c.New.Kinds) != 0 && len(c.New.Kinds) != len(rel.cols) || len(c.Old.Kinds) != 0 && len(c.Old.Kinds) != len(rel.cols) {
+		return nil, false, nil, 0, fmt.Errorf("%s on %s at %s: row has %d columns, relation has %d", opName(c.Op), rel.src, a.sourceLSN, max(len(c.New.Kinds), len(c.Old.Kinds)), len(rel.cols))
+	}
+	st, fresh, err = a.statementFor(rel, c)
+	if err != nil {
+		return nil, false, nil, 0, err
+	}
+	params = a.params[:0]
 	for _, i := range st.setCols {
 		params = append(params, c.New.Values[i])
 		n += int64(len(c.New.Values[i]))
@@ -224,16 +254,14 @@ func (a *Applier) Change(ctx context.Context, c *pgoutput.Change) error {
 		}
 		for _, i := range rel.keys {
 			if key.Kinds[i] == pgoutput.ValueUnchanged {
-				return a.fail(ctx, fmt.Errorf("%s on %s at %s: identity column %s was not sent (unchanged TOAST value)", opName(c.Op), rel.src, a.sourceLSN, rel.src.Columns[i].Name))
+				return nil, false, nil, 0, fmt.Errorf("%s on %s at %s: identity column %s was not sent (unchanged TOAST value)", opName(c.Op), rel.src, a.sourceLSN, rel.src.Columns[i].Name)
 			}
 			params = append(params, key.Values[i])
 			n += int64(len(key.Values[i]))
 		}
 	}
 	a.params = params
-	a.pipeline.SendQueryPrepared(st.name, params, nil, nil)
-	a.pending = append(a.pending, pending{kind: pendingRow, op: c.Op, rel: rel, lsn: a.sourceLSN})
-	return a.queued(ctx, n)
+	return st, fresh, params, n, nil
 }
 
 // queued accounts for one queued row and starts a round trip when the batch
@@ -256,9 +284,9 @@ func (a *Applier) queued(ctx context.Context, n int64) error {
 	return nil
 }
 
-// statementFor returns the prepared statement for the change's shape,
-// queueing its preparation on first use.
-func (a *Applier) statementFor(rel *relation, c *pgoutput.Change) (*statement, error) {
+// statementFor returns the prepared statement for the change's shape; fresh
+// is true on its first use, when it still has to be prepared.
+func (a *Applier) statementFor(rel *relation, c *pgoutput.Change) (st *statement, fresh bool, err error) {
 	k := a.keyBuf[:0]
 	k = append(k, c.Op)
 	k = binary.BigEndian.AppendUint32(k, c.RelationID)
@@ -277,38 +305,35 @@ func (a *Applier) statementFor(rel *relation, c *pgoutput.Change) (*statement, e
 	}
 	a.keyBuf = k
 	if st := a.stmts[string(k)]; st != nil {
-		return st, nil
+		return st, false, nil
 	}
 	if c.Op != pgoutput.MsgInsert && !rel.full && len(rel.keys) == 0 {
-		return nil, fmt.Errorf("%s on %s at %s: the table has no replica identity on the source", opName(c.Op), rel.src, a.sourceLSN)
+		return nil, false, fmt.Errorf("%s on %s at %s: the table has no replica identity on the source", opName(c.Op), rel.src, a.sourceLSN)
 	}
-	st := &statement{}
-	var sql string
+	st = &statement{rel: rel}
 	switch c.Op {
 	case pgoutput.MsgInsert:
 		for i, kind := range c.New.Kinds {
 			if kind == pgoutput.ValueUnchanged {
-				return nil, fmt.Errorf("insert on %s at %s: column %s sent as unchanged", rel.src, a.sourceLSN, rel.src.Columns[i].Name)
+				return nil, false, fmt.Errorf("insert on %s at %s: column %s sent as unchanged", rel.src, a.sourceLSN, rel.src.Columns[i].Name)
 			}
 			st.setCols = append(st.setCols, i)
 		}
-		sql = insertSQL(rel)
+		st.sql = insertSQL(rel)
 	case pgoutput.MsgUpdate:
 		for i, kind := range c.New.Kinds {
 			if kind != pgoutput.ValueUnchanged {
 				st.setCols = append(st.setCols, i)
 			}
 		}
-		sql = updateSQL(rel, st.setCols)
+		st.sql = updateSQL(rel, st.setCols)
 	case pgoutput.MsgDelete:
-		sql = deleteSQL(rel)
+		st.sql = deleteSQL(rel)
 	}
 	a.stmtSeq++
 	st.name = "pgsync_" + strconv.Itoa(a.stmtSeq)
-	a.pipeline.SendPrepare(st.name, sql, nil)
-	a.pending = append(a.pending, pending{kind: pendingPrepare, op: c.Op, rel: rel, lsn: a.sourceLSN})
 	a.stmts[string(k)] = st
-	return st, nil
+	return st, true, nil
 }
 
 func insertSQL(rel *relation) string {
