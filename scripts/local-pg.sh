@@ -66,6 +66,10 @@ start_cluster() { # name port
   if as_owner "$bindir/pg_ctl" -D "$data" status >/dev/null 2>&1; then
     echo "local-pg: $1 already running on 127.0.0.1:$port"
   else
+    if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
+      echo "local-pg: port $port is taken by another server; stop it or choose other ports with PGSYNC_SOURCE_PORT/PGSYNC_TARGET_PORT" >&2
+      exit 1
+    fi
     as_owner "$bindir/pg_ctl" -D "$data" -l "$dir/$1.log" -w -t 60 start >/dev/null ||
       { tail -20 "$dir/$1.log" >&2; exit 1; }
     echo "local-pg: $1 started on 127.0.0.1:$port"
