@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/jackc/pglogrepl"
 	"github.com/jackc/pgx/v5"
@@ -48,17 +49,39 @@ type Applier struct {
 	params    [][]byte
 
 	pipeline    *pgconn.Pipeline
-	pending     []pending
+	pending     []pending // statements sent, results not read yet, from pendingHead
+	pendingHead int
+	batchEnds   []int // end of each batch in pending whose Sync was sent
 	sinceFlush  int
 	batchRows   int
 	batchBytes  int64
 	inTarget    bool // a target transaction is open
-	groupRows   int
 	groupBytes  int64
+	groupStart  time.Time
+	run         insertRun
 	groupEnd    pglogrepl.LSN
 	sourceLSN   pglogrepl.LSN // commit LSN of the source transaction being applied
 	progressSQL string
 }
+
+// insertRun gathers consecutive INSERTs into one table so that they go out
+// as one multi-row INSERT: the target runs its executor once per run, not
+// once per row.
+type insertRun struct {
+	rel    *relation
+	rows   int
+	params [][]byte // values of every row, row after row
+	bytes  int64
+}
+
+// maxRunRows bounds a run; with the 65535-parameter limit of the protocol,
+// wide tables get shorter runs.
+const maxRunRows = 64
+
+// maxGroupAge bounds how long a group of source transactions may stay
+// uncommitted on the target, so the acknowledged position keeps moving
+// under continuous load.
+const maxGroupAge = time.Second
 
 type relation struct {
 	src    *pgoutput.Relation
@@ -145,13 +168,17 @@ func (a *Applier) Begin(ctx context.Context, b pgoutput.Begin) error {
 	a.pipeline.SendQueryParams("BEGIN", nil, nil, nil, nil)
 	a.pending = append(a.pending, pending{kind: pendingControl, lsn: b.FinalLSN})
 	a.inTarget = true
+	a.groupStart = time.Now()
 	return nil
 }
 
 // Relation records a table's shape as the source now sends it and checks
 // that the target table can take it: every source column must exist there.
 func (a *Applier) Relation(ctx context.Context, r *pgoutput.Relation) error {
-	if err := a.sync(ctx); err != nil {
+	if err := a.flushRun(ctx); err != nil {
+		return err
+	}
+	if err := a.drain(ctx); err != nil {
 		return err
 	}
 	target, ok, err := catalog.Lookup(ctx, a.conn, r.Schema, r.Name)
@@ -211,8 +238,27 @@ var noEquality = map[uint32]bool{
 	1017: true, 1018: true, 1019: true, 1020: true, 1027: true, 629: true, 719: true,
 }
 
-// Change queues one row change.
+// Change queues one row change. Consecutive INSERTs into one table are
+// gathered into a run and sent as one statement.
 func (a *Applier) Change(ctx context.Context, c *pgoutput.Change) error {
+	if c.Op == pgoutput.MsgInsert {
+		if a.run.rows > 0 && a.run.rel.src.ID != c.RelationID {
+			if err := a.flushRun(ctx); err != nil {
+				return err
+			}
+		}
+		full, err := a.addToRun(c)
+		if err != nil {
+			return a.fail(ctx, err)
+		}
+		if full {
+			return a.flushRun(ctx)
+		}
+		return nil
+	}
+	if err := a.flushRun(ctx); err != nil {
+		return err
+	}
 	st, fresh, params, n, err := a.bind(c)
 	if err != nil {
 		return a.fail(ctx, err)
@@ -224,7 +270,69 @@ func (a *Applier) Change(ctx context.Context, c *pgoutput.Change) error {
 	}
 	a.pipeline.SendQueryPrepared(st.name, params, nil, nil)
 	a.pending = append(a.pending, pending{kind: pendingRow, op: c.Op, rel: st.rel, lsn: a.sourceLSN})
-	return a.queued(ctx, n)
+	return a.queued(ctx, 1, n)
+}
+
+// addToRun appends an INSERT's values to the current run, which is empty or
+// of the same table. full reports that the run has reached its size.
+func (a *Applier) addToRun(c *pgoutput.Change) (full bool, err error) {
+	rel := a.relations[c.RelationID]
+	if rel == nil {
+		return false, fmt.Errorf("insert at %s: relation %d was never described by the source", a.sourceLSN, c.RelationID)
+	}
+	if len(c.New.Kinds) != len(rel.cols) {
+		return false, fmt.Errorf("insert on %s at %s: row has %d columns, relation has %d", rel.src, a.sourceLSN, len(c.New.Kinds), len(rel.cols))
+	}
+	for i, kind := range c.New.Kinds {
+		if kind == pgoutput.ValueUnchanged {
+			return false, fmt.Errorf("insert on %s at %s: column %s sent as unchanged", rel.src, a.sourceLSN, rel.src.Columns[i].Name)
+		}
+	}
+	a.run.rel = rel
+	a.run.rows++
+	a.run.params = append(a.run.params, c.New.Values...)
+	for _, v := range c.New.Values {
+		a.run.bytes += int64(len(v))
+	}
+	return a.run.rows >= min(maxRunRows, 65535/max(len(rel.cols), 1)), nil
+}
+
+// flushRun sends the gathered INSERTs as one statement.
+func (a *Applier) flushRun(ctx context.Context) error {
+	if a.run.rows == 0 {
+		return nil
+	}
+	rel, rows := a.run.rel, a.run.rows
+	st, fresh := a.runStatement(rel, rows)
+	a.startPipeline(ctx)
+	if fresh {
+		a.pipeline.SendPrepare(st.name, st.sql, nil)
+		a.pending = append(a.pending, pending{kind: pendingPrepare, op: pgoutput.MsgInsert, rel: rel, lsn: a.sourceLSN})
+	}
+	a.pipeline.SendQueryPrepared(st.name, a.run.params, nil, nil)
+	a.pending = append(a.pending, pending{kind: pendingRow, op: pgoutput.MsgInsert, rel: rel, lsn: a.sourceLSN})
+	n := a.run.bytes
+	clear(a.run.params) // drop the references to message buffers
+	a.run = insertRun{params: a.run.params[:0]}
+	return a.queued(ctx, rows, n)
+}
+
+// runStatement returns the INSERT statement of rows rows into rel; fresh is
+// true on its first use, when it still has to be prepared.
+func (a *Applier) runStatement(rel *relation, rows int) (st *statement, fresh bool) {
+	k := a.keyBuf[:0]
+	k = append(k, pgoutput.MsgInsert)
+	k = binary.BigEndian.AppendUint32(k, rel.src.ID)
+	k = binary.BigEndian.AppendUint32(k, rel.gen)
+	k = binary.BigEndian.AppendUint16(k, uint16(rows))
+	a.keyBuf = k
+	if st = a.stmts[string(k)]; st != nil {
+		return st, false
+	}
+	a.stmtSeq++
+	st = &statement{name: "pgsync_" + strconv.Itoa(a.stmtSeq), sql: insertSQL(rel, rows), rel: rel}
+	a.stmts[string(k)] = st
+	return st, true
 }
 
 // bind finds the statement for the change (fresh when it must be prepared
@@ -247,7 +355,7 @@ func (a *Applier) bind(c *pgoutput.Change) (st *statement, fresh bool, params []
 		params = append(params, c.New.Values[i])
 		n += int64(len(c.New.Values[i]))
 	}
-	if c.Op != pgoutput.MsgInsert {
+	{
 		key := &c.Old
 		if c.OldKind == 0 {
 			key = &c.New
@@ -264,16 +372,15 @@ func (a *Applier) bind(c *pgoutput.Change) (st *statement, fresh bool, params []
 	return st, fresh, params, n, nil
 }
 
-// queued accounts for one queued row and starts a round trip when the batch
-// is full.
-func (a *Applier) queued(ctx context.Context, n int64) error {
-	a.batchRows++
+// queued accounts for a queued statement of rows rows and n value bytes,
+// and starts a round trip when the batch is full.
+func (a *Applier) queued(ctx context.Context, rows int, n int64) error {
+	a.batchRows += rows
 	a.batchBytes += n
-	a.groupRows++
 	a.groupBytes += n
 	a.sinceFlush++
 	if a.batchRows >= a.opts.MaxBatchRows || a.batchBytes >= a.opts.MaxBatchBytes {
-		return a.sync(ctx)
+		return a.send(ctx)
 	}
 	if a.sinceFlush >= flushEvery {
 		a.sinceFlush = 0
@@ -307,19 +414,14 @@ func (a *Applier) statementFor(rel *relation, c *pgoutput.Change) (st *statement
 	if st := a.stmts[string(k)]; st != nil {
 		return st, false, nil
 	}
-	if c.Op != pgoutput.MsgInsert && !rel.full && len(rel.keys) == 0 {
+	if c.Op != pgoutput.MsgUpdate && c.Op != pgoutput.MsgDelete {
+		return nil, false, fmt.Errorf("%s at %s: not an UPDATE or DELETE", opName(c.Op), a.sourceLSN)
+	}
+	if !rel.full && len(rel.keys) == 0 {
 		return nil, false, fmt.Errorf("%s on %s at %s: the table has no replica identity on the source", opName(c.Op), rel.src, a.sourceLSN)
 	}
 	st = &statement{rel: rel}
 	switch c.Op {
-	case pgoutput.MsgInsert:
-		for i, kind := range c.New.Kinds {
-			if kind == pgoutput.ValueUnchanged {
-				return nil, false, fmt.Errorf("insert on %s at %s: column %s sent as unchanged", rel.src, a.sourceLSN, rel.src.Columns[i].Name)
-			}
-			st.setCols = append(st.setCols, i)
-		}
-		st.sql = insertSQL(rel)
 	case pgoutput.MsgUpdate:
 		for i, kind := range c.New.Kinds {
 			if kind != pgoutput.ValueUnchanged {
@@ -336,16 +438,25 @@ func (a *Applier) statementFor(rel *relation, c *pgoutput.Change) (st *statement
 	return st, true, nil
 }
 
-func insertSQL(rel *relation) string {
+// insertSQL returns an INSERT of rows rows.
+func insertSQL(rel *relation, rows int) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "INSERT INTO %s (%s) VALUES (", rel.ident, strings.Join(rel.cols, ", "))
-	for i := range rel.cols {
-		if i > 0 {
+	fmt.Fprintf(&b, "INSERT INTO %s (%s) VALUES ", rel.ident, strings.Join(rel.cols, ", "))
+	p := 1
+	for r := 0; r < rows; r++ {
+		if r > 0 {
 			b.WriteString(", ")
 		}
-		fmt.Fprintf(&b, "$%d", i+1)
+		b.WriteString("(")
+		for i := range rel.cols {
+			if i > 0 {
+				b.WriteString(", ")
+			}
+			fmt.Fprintf(&b, "$%d", p)
+			p++
+		}
+		b.WriteString(")")
 	}
-	b.WriteString(")")
 	return b.String()
 }
 
@@ -398,6 +509,9 @@ func deleteSQL(rel *relation) string {
 // Truncate queues a TRUNCATE of the listed relations with the options the
 // source statement used.
 func (a *Applier) Truncate(ctx context.Context, t pgoutput.Truncate) error {
+	if err := a.flushRun(ctx); err != nil {
+		return err
+	}
 	var b strings.Builder
 	b.WriteString("TRUNCATE ONLY ")
 	for i, id := range t.RelationIDs {
@@ -419,16 +533,19 @@ func (a *Applier) Truncate(ctx context.Context, t pgoutput.Truncate) error {
 	a.startPipeline(ctx)
 	a.pipeline.SendQueryParams(b.String(), nil, nil, nil, nil)
 	a.pending = append(a.pending, pending{kind: pendingControl, op: pgoutput.MsgTruncate, lsn: a.sourceLSN})
-	return a.queued(ctx, 0)
+	return a.queued(ctx, 1, 0)
 }
 
 // Commit ends a source transaction. When more is true (further source
 // transactions are already waiting) and the group is under the batch
 // limits, the target transaction stays open for them; otherwise it commits
 // with the progress row at c.EndLSN. committed reports which happened.
+//
+// A run of INSERTs may continue into the next source transaction of the
+// group: both commit in the same target transaction or not at all.
 func (a *Applier) Commit(ctx context.Context, c pgoutput.Commit, more bool) (committed bool, err error) {
 	a.groupEnd = c.EndLSN
-	if more && a.groupRows < a.opts.MaxBatchRows && a.groupBytes < a.opts.MaxBatchBytes {
+	if more && a.groupBytes < a.opts.MaxBatchBytes && time.Since(a.groupStart) < maxGroupAge {
 		return false, nil
 	}
 	return true, a.commit(ctx)
@@ -436,6 +553,9 @@ func (a *Applier) Commit(ctx context.Context, c pgoutput.Commit, more bool) (com
 
 // Flush commits the open group of source transactions, if any.
 func (a *Applier) Flush(ctx context.Context) (committed bool, err error) {
+	if err := a.flushRun(ctx); err != nil {
+		return false, err
+	}
 	if !a.inTarget {
 		return false, nil
 	}
@@ -450,31 +570,83 @@ func (a *Applier) commit(ctx context.Context) error {
 	if !a.inTarget {
 		return nil
 	}
+	if err := a.flushRun(ctx); err != nil {
+		return err
+	}
 	a.startPipeline(ctx)
 	a.pipeline.SendQueryParams(a.progressSQL, [][]byte{[]byte(a.opts.Job), []byte(a.groupEnd.String())}, nil, nil, nil)
 	a.pending = append(a.pending, pending{kind: pendingProgress, lsn: a.groupEnd})
 	a.pipeline.SendQueryParams("COMMIT", nil, nil, nil, nil)
 	a.pending = append(a.pending, pending{kind: pendingControl, lsn: a.groupEnd})
-	if err := a.sync(ctx); err != nil {
+	if err := a.drain(ctx); err != nil {
 		return err
 	}
 	a.inTarget = false
-	a.groupRows, a.groupBytes = 0, 0
+	a.groupBytes = 0
 	return nil
 }
 
-// sync sends everything queued, waits for every result and checks it.
-func (a *Applier) sync(ctx context.Context) error {
+// send ends the current batch with a Sync and sends it, then reads the
+// results of the batches before it: one batch stays in flight, so the
+// target executes it while the next one is built.
+func (a *Applier) send(ctx context.Context) error {
 	a.batchRows, a.batchBytes, a.sinceFlush = 0, 0, 0
+	if a.pipeline == nil || a.pendingHead == len(a.pending) && len(a.batchEnds) == 0 {
+		return nil
+	}
+	if n := len(a.batchEnds); n == 0 || a.batchEnds[n-1] != len(a.pending) {
+		if err := a.pipeline.Sync(); err != nil {
+			return a.fail(ctx, fmt.Errorf("send to target at %s: %w", a.sourceLSN, err))
+		}
+		a.batchEnds = append(a.batchEnds, len(a.pending))
+	}
+	for len(a.batchEnds) > 1 {
+		if err := a.readBatch(ctx); err != nil {
+			return err
+		}
+	}
+	// Keep only the batch in flight, so that a long source transaction
+	// does not grow the list.
+	if a.pendingHead > 0 {
+		n := copy(a.pending, a.pending[a.pendingHead:])
+		a.pending = a.pending[:n]
+		for i := range a.batchEnds {
+			a.batchEnds[i] -= a.pendingHead
+		}
+		a.pendingHead = 0
+	}
+	return nil
+}
+
+// drain sends what is queued and waits for every result: afterwards the
+// connection is out of pipeline mode and everything sent has succeeded.
+func (a *Applier) drain(ctx context.Context) error {
+	if err := a.send(ctx); err != nil {
+		return err
+	}
+	for len(a.batchEnds) > 0 {
+		if err := a.readBatch(ctx); err != nil {
+			return err
+		}
+	}
 	if a.pipeline == nil {
 		return nil
 	}
 	p := a.pipeline
-	if err := p.Sync(); err != nil {
-		return a.fail(ctx, fmt.Errorf("send to target at %s: %w", a.sourceLSN, err))
+	a.pipeline = nil
+	a.pending, a.pendingHead = a.pending[:0], 0
+	if err := p.Close(); err != nil {
+		return a.fail(ctx, fmt.Errorf("target pipeline at %s: %w", a.sourceLSN, err))
 	}
-	for i := range a.pending {
-		pd := &a.pending[i]
+	return nil
+}
+
+// readBatch reads and checks the results of the oldest batch in flight.
+func (a *Applier) readBatch(ctx context.Context) error {
+	p := a.pipeline
+	end := a.batchEnds[0]
+	for ; a.pendingHead < end; a.pendingHead++ {
+		pd := &a.pending[a.pendingHead]
 		res, err := p.GetResults()
 		if err == nil {
 			switch r := res.(type) {
@@ -490,20 +662,15 @@ func (a *Applier) sync(ctx context.Context) error {
 			}
 		}
 		if err != nil {
-			a.pending = a.pending[:0]
 			return a.fail(ctx, describe(pd, a.opts.Job, err))
 		}
 	}
-	a.pending = a.pending[:0]
 	if res, err := p.GetResults(); err != nil {
 		return a.fail(ctx, fmt.Errorf("target sync at %s: %w", a.sourceLSN, err))
 	} else if _, ok := res.(*pgconn.PipelineSync); !ok {
 		return a.fail(ctx, fmt.Errorf("target sync at %s: unexpected result %T", a.sourceLSN, res))
 	}
-	a.pipeline = nil
-	if err := p.Close(); err != nil {
-		return a.fail(ctx, fmt.Errorf("target pipeline at %s: %w", a.sourceLSN, err))
-	}
+	a.batchEnds = a.batchEnds[1:]
 	return nil
 }
 
@@ -553,12 +720,14 @@ func (a *Applier) reset(ctx context.Context) {
 		_ = a.pipeline.Close()
 		a.pipeline = nil
 	}
-	a.pending = a.pending[:0]
+	a.pending, a.pendingHead, a.batchEnds = a.pending[:0], 0, a.batchEnds[:0]
 	if a.inTarget && !a.conn.IsClosed() {
 		_, _ = a.conn.Exec(ctx, "ROLLBACK")
 	}
 	a.inTarget = false
-	a.groupRows, a.groupBytes, a.batchRows, a.batchBytes, a.sinceFlush = 0, 0, 0, 0, 0
+	clear(a.run.params)
+	a.run = insertRun{params: a.run.params[:0]}
+	a.groupBytes, a.batchRows, a.batchBytes, a.sinceFlush = 0, 0, 0, 0
 }
 
 // Close rolls back any open target transaction and closes the connection.

@@ -43,8 +43,6 @@ func TestStatementBuilding(t *testing.T) {
 		sql    string
 		params []string
 	}{
-		{"insert", ot.Insert(1, []ot.Value{ot.T("1"), ot.T("x"), ot.Null}),
-			`INSERT INTO "public"."t" ("id", "a", "b") VALUES ($1, $2, $3)`, []string{"1", "x", "<nil>"}},
 		{"update by new key", ot.Update(1, 0, nil, []ot.Value{ot.T("1"), ot.T("y"), ot.T("7")}),
 			`UPDATE "public"."t" SET "id" = $1, "a" = $2, "b" = $3 WHERE "id" = $4`, []string{"1", "y", "7", "1"}},
 		{"update of the key uses the old key", ot.Update(1, 'K', []ot.Value{ot.T("1"), ot.Null, ot.Null}, []ot.Value{ot.T("2"), ot.T("y"), ot.T("7")}),
@@ -102,17 +100,51 @@ func TestStatementBuilding(t *testing.T) {
 	}
 }
 
+func TestInsertRuns(t *testing.T) {
+	a := newTestApplier(t)
+	var c pgoutput.Change
+	for i := 0; i < 3; i++ {
+		pgoutput.DecodeChange(ot.Insert(1, []ot.Value{ot.T(string(rune('1' + i))), ot.T("x"), ot.Null}), &c)
+		full, err := a.addToRun(&c)
+		if err != nil || full {
+			t.Fatalf("row %d: full=%v err=%v", i, full, err)
+		}
+	}
+	if a.run.rows != 3 || len(a.run.params) != 9 || string(a.run.params[3]) != "2" || a.run.params[8] != nil {
+		t.Errorf("run = %d rows, params %q", a.run.rows, a.run.params)
+	}
+	st, fresh := a.runStatement(a.run.rel, a.run.rows)
+	want := `INSERT INTO "public"."t" ("id", "a", "b") VALUES ($1, $2, $3), ($4, $5, $6), ($7, $8, $9)`
+	if st.sql != want || !fresh {
+		t.Errorf("run statement = %s (fresh %v), want %s", st.sql, fresh, want)
+	}
+	if st2, fresh2 := a.runStatement(a.run.rel, 3); st2 != st || fresh2 {
+		t.Error("the statement of a run of the same size was prepared again")
+	}
+	for i := 3; i < maxRunRows; i++ {
+		pgoutput.DecodeChange(ot.Insert(1, []ot.Value{ot.T("9"), ot.T("x"), ot.Null}), &c)
+		full, _ := a.addToRun(&c)
+		if full != (i == maxRunRows-1) {
+			t.Fatalf("row %d: full = %v", i, full)
+		}
+	}
+	pgoutput.DecodeChange(ot.Insert(1, []ot.Value{ot.T("1"), ot.Unchanged, ot.Null}), &c)
+	if _, err := a.addToRun(&c); err == nil {
+		t.Error("an INSERT with an unchanged value was accepted")
+	}
+}
+
 func TestNewRelationGenerationInvalidatesStatements(t *testing.T) {
 	a := newTestApplier(t)
 	var c pgoutput.Change
-	pgoutput.DecodeChange(ot.Insert(1, []ot.Value{ot.T("1"), ot.T("x"), ot.Null}), &c)
+	pgoutput.DecodeChange(ot.Update(1, 0, nil, []ot.Value{ot.T("1"), ot.T("x"), ot.Null}), &c)
 	st1, _, _, _, _ := a.bind(&c)
 	r, _ := pgoutput.DecodeRelation(ot.Relation(1, "public", "t", 'd', []ot.Column{{Name: "id", TypeOID: 20, Key: true}, {Name: "a", TypeOID: 25}, {Name: "b", TypeOID: 23}, {Name: "c", TypeOID: 23}}))
 	rel, _ := newRelation(r, a.relations[1], map[string]bool{"id": true, "a": true, "b": true, "c": true})
 	a.relations[1] = rel
-	pgoutput.DecodeChange(ot.Insert(1, []ot.Value{ot.T("1"), ot.T("x"), ot.Null, ot.T("9")}), &c)
+	pgoutput.DecodeChange(ot.Update(1, 0, nil, []ot.Value{ot.T("1"), ot.T("x"), ot.Null, ot.T("9")}), &c)
 	st2, fresh, _, _, err := a.bind(&c)
-	if err != nil || !fresh || st2 == st1 || st2.sql != `INSERT INTO "public"."t" ("id", "a", "b", "c") VALUES ($1, $2, $3, $4)` {
+	if err != nil || !fresh || st2 == st1 || st2.sql != `UPDATE "public"."t" SET "id" = $1, "a" = $2, "b" = $3, "c" = $4 WHERE "id" = $5` {
 		t.Errorf("after a new Relation: fresh=%v err=%v sql=%s", fresh, err, st2.sql)
 	}
 	_, missing := newRelation(r, nil, map[string]bool{"id": true, "a": true, "b": true})
@@ -124,13 +156,17 @@ func TestNewRelationGenerationInvalidatesStatements(t *testing.T) {
 func TestBindRejectsBadRows(t *testing.T) {
 	a := newTestApplier(t)
 	var c pgoutput.Change
-	pgoutput.DecodeChange(ot.Insert(9, []ot.Value{ot.T("1")}), &c)
+	pgoutput.DecodeChange(ot.Delete(9, 'K', []ot.Value{ot.T("1")}), &c)
 	if _, _, _, _, err := a.bind(&c); err == nil {
 		t.Error("change on an unknown relation accepted")
 	}
-	pgoutput.DecodeChange(ot.Insert(1, []ot.Value{ot.T("1")}), &c)
+	pgoutput.DecodeChange(ot.Update(1, 0, nil, []ot.Value{ot.T("1")}), &c)
 	if _, _, _, _, err := a.bind(&c); err == nil {
 		t.Error("row with the wrong number of columns accepted")
+	}
+	pgoutput.DecodeChange(ot.Insert(1, []ot.Value{ot.T("1")}), &c)
+	if _, err := a.addToRun(&c); err == nil {
+		t.Error("insert with the wrong number of columns accepted")
 	}
 }
 
@@ -157,6 +193,23 @@ func BenchmarkDecodeAndBind(b *testing.B) {
 			for b.Loop() {
 				if err := pgoutput.DecodeChange(msg, &c); err != nil {
 					b.Fatal(err)
+				}
+				if c.Op == pgoutput.MsgInsert {
+					// Inserts join a run; a full run becomes one Bind.
+					full, err := a.addToRun(&c)
+					if err != nil {
+						b.Fatal(err)
+					}
+					if full {
+						st, _ := a.runStatement(a.run.rel, a.run.rows)
+						bind := pgproto3.Bind{PreparedStatement: st.name, Parameters: a.run.params}
+						if wire, err = bind.Encode(wire[:0]); err != nil {
+							b.Fatal(err)
+						}
+						clear(a.run.params)
+						a.run = insertRun{params: a.run.params[:0]}
+					}
+					continue
 				}
 				st, _, params, _, err := a.bind(&c)
 				if err != nil {

@@ -2,6 +2,10 @@ package cmd
 
 import (
 	"context"
+	"os"
+	"runtime"
+	"runtime/pprof"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -12,6 +16,8 @@ import (
 
 func (a *app) runCmd() *cobra.Command {
 	var untilCaughtUp bool
+	var logEvery time.Duration
+	var cpuProfile string
 	c := &cobra.Command{
 		Use:   "run",
 		Short: "Stream changes from the slot and apply them to the target, exactly once",
@@ -21,6 +27,24 @@ func (a *app) runCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
+			// The stream is one reader and one applier handing messages to
+			// each other; on one P the hand-off is a goroutine switch instead
+			// of a thread wake-up, and the servers keep the other cores
+			// (docs/benchmarks.md). GOMAXPROCS in the environment wins.
+			if os.Getenv("GOMAXPROCS") == "" {
+				runtime.GOMAXPROCS(1)
+			}
+			if cpuProfile != "" {
+				f, err := os.Create(cpuProfile)
+				if err != nil {
+					return err
+				}
+				defer f.Close()
+				if err := pprof.StartCPUProfile(f); err != nil {
+					return err
+				}
+				defer pprof.StopCPUProfile()
+			}
 			opts := replication.RunOptions{
 				StreamOptions: replication.StreamOptions{
 					Names:            names(cfg),
@@ -29,6 +53,7 @@ func (a *app) runCmd() *cobra.Command {
 				},
 				SourceURL:     cfg.SourceURL,
 				UntilCaughtUp: untilCaughtUp,
+				ProgressEvery: logEvery,
 			}
 			applyOpts := apply.Options{Job: cfg.Job, MaxBatchRows: cfg.Tuning.MaxBatchRows, MaxBatchBytes: cfg.Tuning.MaxBatchBytes}
 			return replication.Run(cmd.Context(), opts, func(ctx context.Context) (replication.Target, error) {
@@ -41,5 +66,8 @@ func (a *app) runCmd() *cobra.Command {
 		},
 	}
 	c.Flags().BoolVar(&untilCaughtUp, "until-caught-up", false, "exit 0 once every transaction committed on the source before the start is applied and acknowledged")
+	c.Flags().StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile (for developers)")
+	_ = c.Flags().MarkHidden("cpuprofile")
+	c.Flags().DurationVar(&logEvery, "log-every", 10*time.Second, "period of the progress log line while applying")
 	return c
 }

@@ -53,6 +53,18 @@ type Stats struct {
 	Txns      atomic.Int64
 	Rows      atomic.Int64
 	ServerEnd atomic.Uint64 // last WAL end the server announced
+	// Positions are the current session's positions.
+	Positions atomic.Pointer[position.Positions]
+}
+
+// LagBytes is how far the applied position is behind the WAL end the server
+// last announced.
+func (st *Stats) LagBytes() int64 {
+	p := st.Positions.Load()
+	if p == nil {
+		return 0
+	}
+	return max(int64(st.ServerEnd.Load())-int64(p.Applied()), 0)
 }
 
 // Timing of the reader. readTimeout bounds each receive so that feedback
@@ -100,6 +112,7 @@ func Stream(ctx context.Context, conn *pgconn.PgConn, start pglogrepl.LSN, app A
 		return fmt.Errorf("start replication on slot %s at %s: %w", opts.Slot, start, err)
 	}
 	pos := position.New(start)
+	opts.Stats.Positions.Store(pos)
 	s := &stream{
 		conn:  conn,
 		app:   app,
@@ -140,9 +153,10 @@ type stream struct {
 	done  chan error    // the dispatcher's result
 
 	// reader state
-	arena      []byte
-	inTxn      bool
-	lastReport time.Time
+	arena       []byte
+	inTxn       bool
+	lastReport  time.Time
+	deadlineSet time.Time
 }
 
 // read is the reader goroutine's loop.
@@ -186,9 +200,15 @@ func (s *stream) readOne(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	rctx, cancel := context.WithTimeout(ctx, readTimeout)
-	msg, err := s.conn.ReceiveMessage(rctx)
-	cancel()
+	// A read deadline on the socket, renewed at most every half period,
+	// costs far less per message than a context with a deadline.
+	if now := time.Now(); now.Sub(s.deadlineSet) > readTimeout/2 {
+		if err := s.conn.Conn().SetReadDeadline(now.Add(readTimeout)); err != nil {
+			return fmt.Errorf("receive from slot %s: %w", s.opts.Slot, err)
+		}
+		s.deadlineSet = now
+	}
+	msg, err := s.conn.ReceiveMessage(context.Background())
 	if err != nil {
 		if pgconn.Timeout(err) && ctx.Err() == nil {
 			return s.afterMessage()
@@ -264,13 +284,14 @@ func (s *stream) enqueue(ctx context.Context, data []byte) error {
 	if weight > s.opts.MaxInflightBytes {
 		weight = s.opts.MaxInflightBytes // one huge value still passes, alone
 	}
-	for {
+	for !s.sem.TryAcquire(weight) {
 		wctx, cancel := context.WithTimeout(ctx, keepAliveEvery)
 		err := s.sem.Acquire(wctx, weight)
 		cancel()
 		if err == nil {
 			break
 		}
+		s.deadlineSet = time.Time{} // the status update below may take a while
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
@@ -330,15 +351,35 @@ func (s *stream) dispatch(ctx context.Context) error {
 		inTxn    bool
 	)
 	actx := context.WithoutCancel(ctx) // a signal must not cut a target round trip in half
+	// Queue space goes back to the reader in slices of releaseEvery bytes,
+	// so that a reader waiting on a full queue wakes once per slice, not
+	// once per message.
+	releaseEvery := max(s.opts.MaxInflightBytes/8, 1)
+	var unreleased int64
 	for {
 		var m walMessage
 		select {
-		case m = <-s.queue:
 		case <-s.stop:
 			return s.shutdown(actx, inTxn)
+		case m = <-s.queue:
+		default:
+			// Nothing waiting: hand back all space before blocking.
+			if unreleased > 0 {
+				s.sem.Release(unreleased)
+				unreleased = 0
+			}
+			select {
+			case m = <-s.queue:
+			case <-s.stop:
+				return s.shutdown(actx, inTxn)
+			}
 		}
 		err := s.handle(actx, m.data, &change, &skipping, &inTxn)
-		s.sem.Release(min(int64(len(m.data)), s.opts.MaxInflightBytes))
+		unreleased += min(int64(len(m.data)), s.opts.MaxInflightBytes)
+		if unreleased >= releaseEvery {
+			s.sem.Release(unreleased)
+			unreleased = 0
+		}
 		if err != nil {
 			return err
 		}

@@ -1,0 +1,187 @@
+# Shared helpers of the benchmark scripts; sourced, not run.
+# Every wait here is bounded; every process started is stopped by the
+# caller's trap.
+
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+export PGSYNC_PG_DIR=${PGSYNC_PG_DIR:-/tmp/pgsync-bench-pg}
+export PGSYNC_SOURCE_PORT=${PGSYNC_SOURCE_PORT:-57432}
+export PGSYNC_TARGET_PORT=${PGSYNC_TARGET_PORT:-57433}
+SRC_PORT=$PGSYNC_SOURCE_PORT
+TGT_PORT=$PGSYNC_TARGET_PORT
+RESULTS=${RESULTS:-$root/bench-results}
+PGSYNC=$root/bin/pgsync
+mkdir -p "$RESULTS"
+
+bench_setup() {
+  bash "$root/scripts/install-pg.sh" >/dev/null
+  (cd "$root" && make -s build)
+  bash "$root/scripts/local-pg.sh" start >/dev/null
+  bindir=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | tail -1)
+  [ -n "$bindir" ] || bindir=$(pg_config --bindir)
+  PGVERSION=$("$bindir/postgres" --version | awk '{print $3}')
+}
+
+# psql_src DB [args...] / psql_tgt DB [args...]
+psql_src() { local db=$1; shift; "$bindir/psql" -X -q -v ON_ERROR_STOP=1 -U postgres -h 127.0.0.1 -p "$SRC_PORT" -d "$db" "$@"; }
+psql_tgt() { local db=$1; shift; "$bindir/psql" -X -q -v ON_ERROR_STOP=1 -U postgres -h 127.0.0.1 -p "$TGT_PORT" -d "$db" "$@"; }
+val_src() { psql_src "$1" -Atc "$2"; }
+val_tgt() { psql_tgt "$1" -Atc "$2"; }
+
+# fresh_db NAME: drops NAME on both clusters (its slots and subscriptions
+# first) and creates it empty.
+fresh_db() {
+  local db=$1
+  for p in "$SRC_PORT" "$TGT_PORT"; do
+    "$bindir/psql" -X -q -U postgres -h 127.0.0.1 -p "$p" -d postgres -v ON_ERROR_STOP=1 <<SQL >/dev/null
+SELECT pg_terminate_backend(active_pid) FROM pg_replication_slots WHERE database = '$db' AND active_pid IS NOT NULL;
+SQL
+    if [ "$(val_tgt postgres "SELECT count(*) FROM pg_database WHERE datname = '$db'")" = 1 ] && [ "$p" = "$TGT_PORT" ]; then
+      for s in $(val_tgt "$db" "SELECT subname FROM pg_subscription WHERE subdbid = (SELECT oid FROM pg_database WHERE datname = current_database())"); do
+        psql_tgt "$db" -c "ALTER SUBSCRIPTION $s DISABLE" -c "ALTER SUBSCRIPTION $s SET (slot_name = NONE)" -c "DROP SUBSCRIPTION $s"
+      done
+    fi
+    sleep 0.5
+    "$bindir/psql" -X -q -U postgres -h 127.0.0.1 -p "$p" -d postgres -v ON_ERROR_STOP=1 <<SQL >/dev/null
+SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots WHERE database = '$db';
+DROP DATABASE IF EXISTS $db WITH (FORCE);
+CREATE DATABASE $db;
+SQL
+  done
+}
+
+# write_config FILE JOB SRC_DB TGT_DB [TABLES]
+write_config() {
+  cat >"$1" <<TOML
+[source]
+url = "postgres://postgres@127.0.0.1:$SRC_PORT/$3"
+[target]
+url = "postgres://postgres@127.0.0.1:$TGT_PORT/$4"
+[job]
+name = "$2"
+tables = [${5:-\"public.*\"}]
+${BENCH_TUNING:-}
+TOML
+}
+
+# sample_proc PID CSV: one line a second (unix time, RSS kB, CPU % over the
+# last second) until PID exits.
+sample_proc() {
+  local pid=$1 out=$2 hz prev=0 now ticks
+  hz=$(getconf CLK_TCK)
+  echo "unix_s,rss_kb,cpu_pct" >"$out"
+  while [ -r "/proc/$pid/stat" ]; do
+    ticks=$(awk '{print $14 + $15}' "/proc/$pid/stat" 2>/dev/null) || break
+    now=$(awk '/^VmRSS/ {print $2}' "/proc/$pid/status" 2>/dev/null) || break
+    [ -n "$now" ] || break
+    if [ "$prev" != 0 ]; then
+      echo "$(date +%s.%N | cut -c1-14),$now,$(( (ticks - prev) * 100 / hz ))" >>"$out"
+    fi
+    prev=$ticks
+    sleep 1
+  done
+}
+
+# rss_stats CSV: prints "avg_mb peak_mb avg_cpu" of a sample file.
+rss_stats() {
+  awk -F, 'NR > 1 { n++; s += $2; if ($2 > p) p = $2; c += $3 }
+    END { if (n == 0) { print "0 0 0" } else { printf "%.1f %.1f %.0f\n", s / n / 1024, p / 1024, c / n } }' "$1"
+}
+
+# wait_for SECONDS DESCRIPTION COMMAND...: polls COMMAND every 0.2 s.
+wait_for() {
+  local limit=$1 what=$2; shift 2
+  local end=$((SECONDS + limit))
+  until "$@"; do
+    if [ $SECONDS -ge $end ]; then
+      echo "bench: timed out after ${limit}s waiting for $what" >&2
+      return 1
+    fi
+    sleep 0.2
+  done
+}
+
+lsn_ge() { # lsn_ge A B: A >= B
+  [ "$(val_src postgres "SELECT '$1'::pg_lsn >= '$2'::pg_lsn")" = t ]
+}
+
+now() { date +%s.%N; }
+elapsed() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", b - a }'; }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b + 0 == 0) print "null"; else printf "%.2f", a / b }'; }
+
+env_json() {
+  cat <<JSON
+  "environment": {
+    "cpu": "$(awk -F: '/model name/ {gsub(/^ /, "", $2); print $2; exit}' /proc/cpuinfo)",
+    "cores": $(nproc),
+    "memory_gib": $(awk '/MemTotal/ {printf "%.0f", $2 / 1048576}' /proc/meminfo),
+    "postgresql": "$PGVERSION",
+    "pgsync_commit": "$(cd "$root" && git rev-parse --short HEAD 2>/dev/null || echo unknown)",
+    "go": "$(go env GOVERSION)"
+  }
+JSON
+}
+
+# The benchmark dataset: two tables of about 140 bytes of COPY text a row.
+TABLES_DDL="
+CREATE TABLE bench_a (id bigint PRIMARY KEY, customer text NOT NULL, qty int NOT NULL, price numeric(12,2),
+  created timestamptz NOT NULL, note text);
+CREATE TABLE bench_b (id bigint PRIMARY KEY, customer text NOT NULL, qty int NOT NULL, price numeric(12,2),
+  created timestamptz NOT NULL, note text);"
+
+# load_dataset DB ROWS: creates and fills both tables on the source.
+load_dataset() {
+  local db=$1 rows=$2
+  psql_src "$db" <<SQL
+$TABLES_DDL
+CREATE SEQUENCE bench_ids START $((rows * 10));
+INSERT INTO bench_a SELECT g, 'customer-' || (g % 100000), g % 1000, (g % 100000) / 7.0,
+  '2026-01-01 00:00:00+00'::timestamptz + g * interval '1 second', repeat(md5(g::text), 2) FROM generate_series(1, $rows) g;
+INSERT INTO bench_b SELECT g, 'customer-' || (g % 100000), g % 1000, (g % 100000) / 7.0,
+  '2026-01-01 00:00:00+00'::timestamptz + g * interval '1 second', repeat(md5(g::text), 2) FROM generate_series(1, $rows) g;
+VACUUM ANALYZE bench_a, bench_b;
+SQL
+}
+
+# txn_script FILE ROWS CLIENTS INSERTS UPDATES DELETES: a pgbench script of
+# one transaction. Each client updates and deletes in its own slice of the
+# rows, so clients never wait for each other and every statement hits rows.
+txn_script() {
+  local file=$1 rows=$2 clients=$3 ins=$4 upd=$5 del=$6
+  local slice=$((rows / clients))
+  cat >"$file" <<SQL
+\set lo (:client_id * $slice) + 1
+\set u random(:lo, :lo + $slice - $upd - 1)
+BEGIN;
+INSERT INTO bench_b SELECT nextval('bench_ids'), 'customer-new', g, g * 1.5, now(), repeat('n', 64) FROM generate_series(1, $ins) g;
+UPDATE bench_a SET qty = qty + 1, created = now() WHERE id BETWEEN :u AND :u + $upd - 1;
+DELETE FROM bench_b WHERE id IN (SELECT id FROM bench_b WHERE id >= :lo AND id < :lo + $slice ORDER BY id LIMIT $del);
+END;
+SQL
+}
+
+# native_subscribe SRC_DB TGT_DB NAME: creates NAME's publication on the
+# source (both tables), the tables on the target and the subscription with
+# copy_data; returns once every table is ready.
+native_subscribe() {
+  local sdb=$1 tdb=$2 name=$3
+  psql_src "$sdb" -c "CREATE PUBLICATION $name FOR TABLE bench_a, bench_b"
+  psql_tgt "$tdb" -c "$TABLES_DDL"
+  psql_tgt "$tdb" -c "CREATE SUBSCRIPTION $name CONNECTION 'host=127.0.0.1 port=$SRC_PORT dbname=$sdb user=postgres' PUBLICATION $name WITH (copy_data = true)"
+  wait_for 3600 "native initial copy" native_ready "$tdb"
+}
+
+native_ready() {
+  [ "$(val_tgt "$1" "SELECT count(*) FILTER (WHERE srsubstate = 'r') = 2 FROM pg_subscription_rel")" = t ]
+}
+
+# lsn_ge_slot SLOT LSN: the slot's confirmed_flush_lsn reached LSN.
+lsn_ge_slot() {
+  [ "$(val_src postgres "SELECT coalesce(confirmed_flush_lsn >= '$2'::pg_lsn, false) FROM pg_replication_slots WHERE slot_name = '$1'")" = t ]
+}
+
+# settle DB: vacuum the benchmark tables on the source and checkpoint both
+# clusters, so that a timed phase does not pay for the previous one's dirt.
+settle() {
+  psql_src "$1" -c "VACUUM ANALYZE bench_a, bench_b" -c "CHECKPOINT"
+  psql_tgt postgres -c "CHECKPOINT"
+}

@@ -1,0 +1,96 @@
+#!/usr/bin/env bash
+# Catch-up throughput: with the job bootstrapped and stopped, a backlog of
+# BACKLOG_TXNS committed transactions (100 inserts + 10 updates + 5 deletes
+# each) is applied by `pgsync run --until-caught-up`, then the same backlog
+# by a native subscription that was disabled while it was written.
+# Writes bench-results/catchup-*.{csv,log,svg} and catchup.json.
+set -euo pipefail
+source "$(dirname "$0")/bench-lib.sh"
+BACKLOG_TXNS=${BACKLOG_TXNS:-5000}
+ROWS=${ROWS:-200000}
+CLIENTS=4
+bench_setup
+trap 'kill $(jobs -p) 2>/dev/null || true' EXIT
+
+echo "catchup-bench: fresh databases, $ROWS rows a table"
+fresh_db catchup
+fresh_db catchup_native
+psql_tgt postgres -c "DROP DATABASE IF EXISTS catchup_native WITH (FORCE)" -c "CREATE DATABASE catchup_native"
+load_dataset catchup "$ROWS"
+cfg=$RESULTS/catchup.toml
+write_config "$cfg" catchup catchup catchup
+"$PGSYNC" -c "$cfg" bootstrap >/dev/null 2>"$RESULTS/catchup-bootstrap.log"
+native_subscribe catchup catchup_native native_catchup
+psql_tgt catchup_native -c "ALTER SUBSCRIPTION native_catchup DISABLE"
+wait_for 60 "native slot to go idle" bash -c "[ \"\$($bindir/psql -X -Atq -U postgres -h 127.0.0.1 -p $SRC_PORT -d postgres -c \"SELECT active FROM pg_replication_slots WHERE slot_name = 'native_catchup'\")\" = f ]"
+
+echo "catchup-bench: writing a backlog of $BACKLOG_TXNS transactions"
+txn_script "$RESULTS/catchup-txn.sql" "$ROWS" "$CLIENTS" 100 10 5
+wal_start=$(val_src catchup "SELECT pg_current_wal_lsn()")
+"$bindir/pgbench" -n -h 127.0.0.1 -p "$SRC_PORT" -U postgres -c "$CLIENTS" -t $((BACKLOG_TXNS / CLIENTS)) \
+  -f "$RESULTS/catchup-txn.sql" catchup >"$RESULTS/catchup-pgbench.log" 2>&1
+wal_end=$(val_src catchup "SELECT pg_current_wal_lsn()")
+wal_bytes=$(val_src catchup "SELECT '$wal_end'::pg_lsn - '$wal_start'::pg_lsn")
+committed=$(awk '/number of transactions actually processed/ {split($6, a, "/"); print a[1]}' "$RESULTS/catchup-pgbench.log")
+echo "catchup-bench: $committed transactions, $wal_bytes bytes of WAL"
+
+settle catchup
+echo "catchup-bench: pgsync run --until-caught-up"
+t0=$(now)
+"$PGSYNC" -c "$cfg" run --until-caught-up --log-every 1s ${PGSYNC_RUN_FLAGS:-} 2>"$RESULTS/catchup-pgsync.log" &
+pid=$!
+sample_proc "$pid" "$RESULTS/catchup-rss.csv" &
+wait "$pid"
+t1=$(now)
+sleep 1
+pg_secs=$(elapsed "$t0" "$t1")
+read -r rss_avg rss_peak cpu_avg < <(rss_stats "$RESULTS/catchup-rss.csv")
+rows_applied=$(sed -n 's/.*msg=stopped.* rows=\([0-9]*\).*/\1/p' "$RESULTS/catchup-pgsync.log" | tail -1)
+txns_applied=$(sed -n 's/.*msg=stopped.* txns=\([0-9]*\).*/\1/p' "$RESULTS/catchup-pgsync.log" | tail -1)
+if "$PGSYNC" -c "$cfg" verify >"$RESULTS/catchup-verify.txt"; then pg_match=true; else pg_match=false; fi
+
+psql_tgt catchup -c "VACUUM ANALYZE bench_a, bench_b"
+settle catchup
+echo "catchup-bench: native subscription, enabled on the same backlog"
+t0=$(now)
+psql_tgt catchup_native -c "ALTER SUBSCRIPTION native_catchup ENABLE"
+wait_for 1800 "native catch-up" lsn_ge_slot native_catchup "$wal_end"
+t1=$(now)
+native_secs=$(elapsed "$t0" "$t1")
+write_config "$RESULTS/catchup-native.toml" catchup catchup catchup_native
+if "$PGSYNC" -c "$RESULTS/catchup-native.toml" verify >"$RESULTS/catchup-native-verify.txt"; then native_match=true; else native_match=false; fi
+psql_tgt catchup_native -c "ALTER SUBSCRIPTION native_catchup DISABLE" -c "ALTER SUBSCRIPTION native_catchup SET (slot_name = NONE)" -c "DROP SUBSCRIPTION native_catchup"
+psql_src catchup -c "SELECT pg_drop_replication_slot('native_catchup')" >/dev/null
+
+go run "$root/scripts/plot" -rss "$RESULTS/catchup-rss.csv" -log "$RESULTS/catchup-pgsync.log" \
+  -title "pgsync catch-up: $committed transactions backlog" -o "$RESULTS/catchup.svg"
+
+cat >"$RESULTS/catchup.json" <<JSON
+{
+  "benchmark": "catchup",
+  "command": "scripts/catchup-bench.sh (BACKLOG_TXNS=$BACKLOG_TXNS ROWS=$ROWS)",
+  "date": "$(date -u +%FT%TZ)",
+$(env_json),
+  "backlog_transactions": $committed,
+  "wal_bytes": $wal_bytes,
+  "pgsync": {
+    "seconds": $pg_secs,
+    "transactions_applied": ${txns_applied:-0},
+    "row_ops_applied": ${rows_applied:-0},
+    "txn_per_s": $(ratio "${txns_applied:-0}" "$pg_secs"),
+    "row_ops_per_s": $(ratio "${rows_applied:-0}" "$pg_secs"),
+    "wal_mb_per_s": $(ratio "$(awk -v b="$wal_bytes" 'BEGIN {print b / 1e6}')" "$pg_secs"),
+    "rss_avg_mb": $rss_avg,
+    "rss_peak_mb": $rss_peak,
+    "cpu_avg_pct": $cpu_avg,
+    "hashes_match": $pg_match
+  },
+  "native": {
+    "seconds": $native_secs,
+    "txn_per_s": $(ratio "$committed" "$native_secs"),
+    "hashes_match": $native_match
+  },
+  "pgsync_speedup_vs_native": $(ratio "$native_secs" "$pg_secs")
+}
+JSON
+cat "$RESULTS/catchup.json"
