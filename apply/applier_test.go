@@ -1,6 +1,7 @@
 package apply
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/jackc/pgx/v5/pgproto3"
@@ -9,48 +10,68 @@ import (
 	ot "github.com/pgsync/pgsync/pgoutput/pgoutputtest"
 )
 
-// newTestApplier returns an Applier without a connection, with relation 1
-// (public.t: id key, a, b) and relation 2 (public.f, REPLICA IDENTITY FULL,
-// with a json column) registered.
+// newTestApplier returns an Applier without a connection, with relations
+// 1 public.t (id bigint key, a text, b integer), 2 public.f (REPLICA
+// IDENTITY FULL: x integer, j json) and 3 public.m (key k1, k2; v text).
 func newTestApplier(t testing.TB) *Applier {
 	t.Helper()
 	a := New(nil, Options{Job: "j"})
-	for _, msg := range [][]byte{
-		ot.Relation(1, "public", "t", 'd', []ot.Column{{Name: "id", TypeOID: 20, Key: true}, {Name: "a", TypeOID: 25}, {Name: "b", TypeOID: 23}}),
-		ot.Relation(2, "public", "f", 'f', []ot.Column{{Name: "x", TypeOID: 23, Key: true}, {Name: "j", TypeOID: 114, Key: true}}),
-	} {
-		r, err := pgoutput.DecodeRelation(msg)
+	rels := []struct {
+		msg   []byte
+		types map[string]string
+	}{
+		{ot.Relation(1, "public", "t", 'd', []ot.Column{{Name: "id", TypeOID: 20, Key: true}, {Name: "a", TypeOID: 25}, {Name: "b", TypeOID: 23}}),
+			map[string]string{"id": "bigint", "a": "text", "b": "integer"}},
+		{ot.Relation(2, "public", "f", 'f', []ot.Column{{Name: "x", TypeOID: 23, Key: true}, {Name: "j", TypeOID: 114, Key: true}}),
+			map[string]string{"x": "integer", "j": "json"}},
+		{ot.Relation(3, "public", "m", 'd', []ot.Column{{Name: "k1", TypeOID: 23, Key: true}, {Name: "k2", TypeOID: 25, Key: true}, {Name: "v", TypeOID: 25}}),
+			map[string]string{"k1": "integer", "k2": "text", "v": "text"}},
+	}
+	for _, r := range rels {
+		rel, err := pgoutput.DecodeRelation(r.msg)
 		if err != nil {
 			t.Fatal(err)
 		}
-		have := map[string]bool{}
-		for _, c := range r.Columns {
-			have[c.Name] = true
-		}
-		rel, missing := newRelation(r, a.relations[r.ID], have)
+		ar, missing := newRelation(rel, a.relations[rel.ID], r.types)
 		if missing >= 0 {
 			t.Fatalf("column %d missing", missing)
 		}
-		a.relations[r.ID] = rel
+		a.relations[rel.ID] = ar
 	}
 	return a
 }
 
-func TestStatementBuilding(t *testing.T) {
+func decode(t testing.TB, msg []byte, c *pgoutput.Change) *pgoutput.Change {
+	t.Helper()
+	if err := pgoutput.DecodeChange(msg, c); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func strs(params [][]byte) []string {
+	out := make([]string, len(params))
+	for i, p := range params {
+		if p == nil {
+			out[i] = "<nil>"
+		} else {
+			out[i] = string(p)
+		}
+	}
+	return out
+}
+
+func TestSingleRowStatements(t *testing.T) {
 	cases := []struct {
 		name   string
 		msg    []byte
 		sql    string
 		params []string
 	}{
-		{"update by new key", ot.Update(1, 0, nil, []ot.Value{ot.T("1"), ot.T("y"), ot.T("7")}),
-			`UPDATE "public"."t" SET "id" = $1, "a" = $2, "b" = $3 WHERE "id" = $4`, []string{"1", "y", "7", "1"}},
 		{"update of the key uses the old key", ot.Update(1, 'K', []ot.Value{ot.T("1"), ot.Null, ot.Null}, []ot.Value{ot.T("2"), ot.T("y"), ot.T("7")}),
 			`UPDATE "public"."t" SET "id" = $1, "a" = $2, "b" = $3 WHERE "id" = $4`, []string{"2", "y", "7", "1"}},
-		{"update leaves unchanged TOAST out", ot.Update(1, 0, nil, []ot.Value{ot.T("1"), ot.Unchanged, ot.T("8")}),
-			`UPDATE "public"."t" SET "id" = $1, "b" = $2 WHERE "id" = $3`, []string{"1", "8", "1"}},
-		{"delete", ot.Delete(1, 'K', []ot.Value{ot.T("5"), ot.Null, ot.Null}),
-			`DELETE FROM "public"."t" WHERE "id" = $1`, []string{"5"}},
+		{"update of the key leaves unchanged TOAST out", ot.Update(1, 'K', []ot.Value{ot.T("1"), ot.Null, ot.Null}, []ot.Value{ot.T("2"), ot.Unchanged, ot.T("8")}),
+			`UPDATE "public"."t" SET "id" = $1, "b" = $2 WHERE "id" = $3`, []string{"2", "8", "1"}},
 		{"full identity delete matches one row, json as text", ot.Delete(2, 'O', []ot.Value{ot.T("3"), ot.Null}),
 			`DELETE FROM "public"."f" WHERE ctid = (SELECT ctid FROM "public"."f" WHERE "x" IS NOT DISTINCT FROM $1 AND "j"::text IS NOT DISTINCT FROM $2::text LIMIT 1)`, []string{"3", "<nil>"}},
 		{"full identity update", ot.Update(2, 'O', []ot.Value{ot.T("3"), ot.T("{}")}, []ot.Value{ot.T("4"), ot.T("{}")}),
@@ -60,164 +81,214 @@ func TestStatementBuilding(t *testing.T) {
 	var c pgoutput.Change
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			if err := pgoutput.DecodeChange(tc.msg, &c); err != nil {
-				t.Fatal(err)
+			decode(t, tc.msg, &c)
+			rel := a.relations[c.RelationID]
+			if runnable(rel, &c) {
+				t.Fatal("change expected to go alone is runnable")
 			}
-			st, fresh, params, _, err := a.bind(&c)
-			if err != nil {
-				t.Fatal(err)
-			}
+			st, fresh, params, _ := a.bindRow(rel, &c)
 			if st.sql != tc.sql {
 				t.Errorf("sql =\n%s\nwant\n%s", st.sql, tc.sql)
 			}
-			// "update of the key" has the shape of "update by new key": the
-			// statement prepared there is reused.
-			if wantFresh := tc.name != "update of the key uses the old key"; fresh != wantFresh {
-				t.Errorf("fresh = %v, want %v", fresh, wantFresh)
+			if got := fmt.Sprint(strs(params)); got != fmt.Sprint(tc.params) {
+				t.Errorf("params = %s, want %s", got, tc.params)
 			}
-			got := make([]string, len(params))
-			for i, p := range params {
-				if p == nil {
-					got[i] = "<nil>"
-				} else {
-					got[i] = string(p)
-				}
+			if !fresh {
+				t.Error("first use not marked for preparation")
 			}
-			if len(got) != len(tc.params) {
-				t.Fatalf("params = %q, want %q", got, tc.params)
-			}
-			for i := range got {
-				if got[i] != tc.params[i] {
-					t.Errorf("params = %q, want %q", got, tc.params)
-				}
-			}
-			// The same shape reuses the prepared statement.
-			st2, fresh2, _, _, _ := a.bind(&c)
-			if st2 != st || fresh2 {
-				t.Errorf("second use prepared again")
+			if st2, fresh2, _, _ := a.bindRow(rel, &c); st2 != st || fresh2 {
+				t.Error("second use prepared again")
 			}
 		})
 	}
 }
 
-func TestInsertRuns(t *testing.T) {
-	a := newTestApplier(t)
+// runOf feeds the messages through addToRun as Change does, and returns the
+// statements and parameters the runs would send.
+func runOf(t *testing.T, a *Applier, msgs ...[]byte) (sqls []string, params [][]string) {
+	t.Helper()
 	var c pgoutput.Change
-	for i := 0; i < 3; i++ {
-		pgoutput.DecodeChange(ot.Insert(1, []ot.Value{ot.T(string(rune('1' + i))), ot.T("x"), ot.Null}), &c)
-		full, err := a.addToRun(&c)
-		if err != nil || full {
-			t.Fatalf("row %d: full=%v err=%v", i, full, err)
+	emit := func() {
+		st, _ := a.runStatement()
+		sqls = append(sqls, st.sql)
+		params = append(params, strs(a.run.params))
+		a.clearRun()
+	}
+	for _, m := range msgs {
+		decode(t, m, &c)
+		rel := a.relations[c.RelationID]
+		if !runnable(rel, &c) {
+			t.Fatalf("%q is not runnable", m[0])
+		}
+		joined, full := a.addToRun(rel, &c)
+		if !joined {
+			emit()
+			if joined, full = a.addToRun(rel, &c); !joined {
+				t.Fatal("an empty run refused a change")
+			}
+		}
+		if full {
+			emit()
 		}
 	}
-	if a.run.rows != 3 || len(a.run.params) != 9 || string(a.run.params[3]) != "2" || a.run.params[8] != nil {
-		t.Errorf("run = %d rows, params %q", a.run.rows, a.run.params)
+	if a.run.rows > 0 {
+		emit()
 	}
-	st, fresh := a.runStatement(a.run.rel, a.run.rows)
-	want := `INSERT INTO "public"."t" ("id", "a", "b") VALUES ($1, $2, $3), ($4, $5, $6), ($7, $8, $9)`
-	if st.sql != want || !fresh {
-		t.Errorf("run statement = %s (fresh %v), want %s", st.sql, fresh, want)
+	return sqls, params
+}
+
+func TestRuns(t *testing.T) {
+	row := func(id, a, b string) []ot.Value { return []ot.Value{ot.T(id), ot.T(a), ot.T(b)} }
+	cases := []struct {
+		name   string
+		msgs   [][]byte
+		sqls   []string
+		params [][]string
+	}{
+		{"inserts", [][]byte{ot.Insert(1, row("1", "x", "2")), ot.Insert(1, []ot.Value{ot.T("2"), ot.Null, ot.T("3")})},
+			[]string{`INSERT INTO "public"."t" ("id", "a", "b") VALUES ($1, $2, $3), ($4, $5, $6)`},
+			[][]string{{"1", "x", "2", "2", "<nil>", "3"}}},
+		{"updates by key with casts", [][]byte{ot.Update(1, 0, nil, row("1", "x", "2")), ot.Update(1, 0, nil, row("2", "y", "3"))},
+			[]string{`UPDATE "public"."t" AS pgsync_t SET "id" = v.c0, "a" = v.c1, "b" = v.c2 FROM (VALUES ($1::bigint, $2::text, $3::integer, $4::bigint), ($5::bigint, $6::text, $7::integer, $8::bigint)) AS v(c0, c1, c2, c3) WHERE pgsync_t."id" = v.c3`},
+			[][]string{{"1", "x", "2", "1", "2", "y", "3", "2"}}},
+		{"a single update is a plain UPDATE", [][]byte{ot.Update(1, 0, nil, row("1", "x", "2"))},
+			[]string{`UPDATE "public"."t" SET "id" = $1, "a" = $2, "b" = $3 WHERE "id" = $4`},
+			[][]string{{"1", "x", "2", "1"}}},
+		{"the same row twice splits the run", [][]byte{ot.Update(1, 0, nil, row("1", "x", "2")), ot.Update(1, 0, nil, row("1", "y", "2"))},
+			[]string{`UPDATE "public"."t" SET "id" = $1, "a" = $2, "b" = $3 WHERE "id" = $4`, `UPDATE "public"."t" SET "id" = $1, "a" = $2, "b" = $3 WHERE "id" = $4`},
+			[][]string{{"1", "x", "2", "1"}, {"1", "y", "2", "1"}}},
+		{"another unchanged-TOAST shape splits the run", [][]byte{ot.Update(1, 0, nil, row("1", "x", "2")), ot.Update(1, 0, nil, []ot.Value{ot.T("2"), ot.Unchanged, ot.T("5")})},
+			[]string{`UPDATE "public"."t" SET "id" = $1, "a" = $2, "b" = $3 WHERE "id" = $4`, `UPDATE "public"."t" SET "id" = $1, "b" = $2 WHERE "id" = $3`},
+			[][]string{{"1", "x", "2", "1"}, {"2", "5", "2"}}},
+		{"deletes by key", [][]byte{ot.Delete(1, 'K', []ot.Value{ot.T("5"), ot.Null, ot.Null}), ot.Delete(1, 'K', []ot.Value{ot.T("6"), ot.Null, ot.Null})},
+			[]string{`DELETE FROM "public"."t" WHERE "id" IN ($1, $2)`},
+			[][]string{{"5", "6"}}},
+		{"deletes by composite key", [][]byte{ot.Delete(3, 'K', []ot.Value{ot.T("1"), ot.T("a"), ot.Null}), ot.Delete(3, 'K', []ot.Value{ot.T("2"), ot.T("b"), ot.Null})},
+			[]string{`DELETE FROM "public"."m" WHERE ("k1", "k2") IN (($1, $2), ($3, $4))`},
+			[][]string{{"1", "a", "2", "b"}}},
+		{"kind and table changes split runs", [][]byte{ot.Insert(1, row("1", "x", "2")), ot.Delete(1, 'K', []ot.Value{ot.T("1"), ot.Null, ot.Null}), ot.Insert(3, row("1", "a", "v")), ot.Insert(1, row("1", "x", "2"))},
+			[]string{`INSERT INTO "public"."t" ("id", "a", "b") VALUES ($1, $2, $3)`, `DELETE FROM "public"."t" WHERE "id" = $1`, `INSERT INTO "public"."m" ("k1", "k2", "v") VALUES ($1, $2, $3)`, `INSERT INTO "public"."t" ("id", "a", "b") VALUES ($1, $2, $3)`},
+			[][]string{{"1", "x", "2"}, {"1"}, {"1", "a", "v"}, {"1", "x", "2"}}},
 	}
-	if st2, fresh2 := a.runStatement(a.run.rel, 3); st2 != st || fresh2 {
-		t.Error("the statement of a run of the same size was prepared again")
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			a := newTestApplier(t)
+			sqls, params := runOf(t, a, tc.msgs...)
+			if fmt.Sprintf("%q", sqls) != fmt.Sprintf("%q", tc.sqls) {
+				t.Errorf("statements:\n%s\nwant\n%s", sqls, tc.sqls)
+			}
+			if fmt.Sprint(params) != fmt.Sprint(tc.params) {
+				t.Errorf("params = %v, want %v", params, tc.params)
+			}
+		})
 	}
-	for i := 3; i < maxRunRows; i++ {
-		pgoutput.DecodeChange(ot.Insert(1, []ot.Value{ot.T("9"), ot.T("x"), ot.Null}), &c)
-		full, _ := a.addToRun(&c)
-		if full != (i == maxRunRows-1) {
-			t.Fatalf("row %d: full = %v", i, full)
-		}
+}
+
+func TestRunSizeIsBounded(t *testing.T) {
+	a := newTestApplier(t)
+	var msgs [][]byte
+	for i := 0; i < maxRunRows+3; i++ {
+		msgs = append(msgs, ot.Insert(1, []ot.Value{ot.T(fmt.Sprint(i)), ot.T("x"), ot.Null}))
 	}
-	pgoutput.DecodeChange(ot.Insert(1, []ot.Value{ot.T("1"), ot.Unchanged, ot.Null}), &c)
-	if _, err := a.addToRun(&c); err == nil {
-		t.Error("an INSERT with an unchanged value was accepted")
+	sqls, params := runOf(t, a, msgs...)
+	if len(sqls) != 2 || len(params[0]) != 3*maxRunRows || len(params[1]) != 9 {
+		t.Errorf("%d rows made %d statements with %d and %d params", len(msgs), len(sqls), len(params[0]), len(params[len(params)-1]))
 	}
 }
 
 func TestNewRelationGenerationInvalidatesStatements(t *testing.T) {
 	a := newTestApplier(t)
 	var c pgoutput.Change
-	pgoutput.DecodeChange(ot.Update(1, 0, nil, []ot.Value{ot.T("1"), ot.T("x"), ot.Null}), &c)
-	st1, _, _, _, _ := a.bind(&c)
+	decode(t, ot.Update(1, 'K', []ot.Value{ot.T("1"), ot.Null, ot.Null}, []ot.Value{ot.T("1"), ot.T("x"), ot.Null}), &c)
+	st1, _, _, _ := a.bindRow(a.relations[1], &c)
 	r, _ := pgoutput.DecodeRelation(ot.Relation(1, "public", "t", 'd', []ot.Column{{Name: "id", TypeOID: 20, Key: true}, {Name: "a", TypeOID: 25}, {Name: "b", TypeOID: 23}, {Name: "c", TypeOID: 23}}))
-	rel, _ := newRelation(r, a.relations[1], map[string]bool{"id": true, "a": true, "b": true, "c": true})
+	rel, _ := newRelation(r, a.relations[1], map[string]string{"id": "bigint", "a": "text", "b": "integer", "c": "integer"})
 	a.relations[1] = rel
-	pgoutput.DecodeChange(ot.Update(1, 0, nil, []ot.Value{ot.T("1"), ot.T("x"), ot.Null, ot.T("9")}), &c)
-	st2, fresh, _, _, err := a.bind(&c)
-	if err != nil || !fresh || st2 == st1 || st2.sql != `UPDATE "public"."t" SET "id" = $1, "a" = $2, "b" = $3, "c" = $4 WHERE "id" = $5` {
-		t.Errorf("after a new Relation: fresh=%v err=%v sql=%s", fresh, err, st2.sql)
+	decode(t, ot.Update(1, 'K', []ot.Value{ot.T("1"), ot.Null, ot.Null, ot.Null}, []ot.Value{ot.T("1"), ot.T("x"), ot.Null, ot.T("9")}), &c)
+	st2, fresh, _, _ := a.bindRow(rel, &c)
+	if !fresh || st2 == st1 || st2.sql != `UPDATE "public"."t" SET "id" = $1, "a" = $2, "b" = $3, "c" = $4 WHERE "id" = $5` {
+		t.Errorf("after a new Relation: fresh=%v sql=%s", fresh, st2.sql)
 	}
-	_, missing := newRelation(r, nil, map[string]bool{"id": true, "a": true, "b": true})
-	if missing != 3 {
+	if _, missing := newRelation(r, nil, map[string]string{"id": "bigint", "a": "text", "b": "integer"}); missing != 3 {
 		t.Errorf("missing column index = %d, want 3", missing)
 	}
 }
 
-func TestBindRejectsBadRows(t *testing.T) {
+func TestCheckValuesRejectsWhatCannotBeApplied(t *testing.T) {
 	a := newTestApplier(t)
 	var c pgoutput.Change
-	pgoutput.DecodeChange(ot.Delete(9, 'K', []ot.Value{ot.T("1")}), &c)
-	if _, _, _, _, err := a.bind(&c); err == nil {
-		t.Error("change on an unknown relation accepted")
+	decode(t, ot.Insert(1, []ot.Value{ot.T("1"), ot.Unchanged, ot.Null}), &c)
+	if err := a.checkValues(a.relations[1], &c); err == nil {
+		t.Error("an INSERT with an unchanged value was accepted")
 	}
-	pgoutput.DecodeChange(ot.Update(1, 0, nil, []ot.Value{ot.T("1")}), &c)
-	if _, _, _, _, err := a.bind(&c); err == nil {
-		t.Error("row with the wrong number of columns accepted")
-	}
-	pgoutput.DecodeChange(ot.Insert(1, []ot.Value{ot.T("1")}), &c)
-	if _, err := a.addToRun(&c); err == nil {
-		t.Error("insert with the wrong number of columns accepted")
+	decode(t, ot.Update(1, 0, nil, []ot.Value{ot.Unchanged, ot.T("x"), ot.Null}), &c)
+	if err := a.checkValues(a.relations[1], &c); err == nil {
+		t.Error("an UPDATE without its key value was accepted")
 	}
 }
 
 // BenchmarkDecodeAndBind is the per-row hot path without the network:
-// decode the pgoutput message, find the prepared statement, gather the
-// parameters and encode the Bind message that goes on the wire. allocs/op
-// is the figure later changes must not make worse (docs/benchmarks.md).
+// decode the pgoutput message, add the row to its run (or bind its own
+// statement), and encode the Bind message that goes on the wire when a run
+// is full. allocs/op is the figure later changes must not make worse
+// (docs/benchmarks.md).
 func BenchmarkDecodeAndBind(b *testing.B) {
 	row := []ot.Value{ot.T("123456"), ot.T("customer-123456-some-descriptive-text-to-pad-the-row-out"), ot.T("4242")}
-	msgs := map[string][]byte{
-		"insert":         ot.Insert(1, row),
-		"update":         ot.Update(1, 0, nil, row),
-		"update_toast_u": ot.Update(1, 0, nil, []ot.Value{row[0], ot.Unchanged, row[2]}),
-		"delete":         ot.Delete(1, 'K', []ot.Value{ot.T("123456"), ot.Null, ot.Null}),
-		"delete_full":    ot.Delete(2, 'O', []ot.Value{ot.T("42"), ot.T(`{"k": "v"}`)}),
+	cases := []struct {
+		name string
+		msg  func(i int) []byte
+	}{
+		{"insert", func(int) []byte { return ot.Insert(1, row) }},
+		{"update", func(i int) []byte {
+			return ot.Update(1, 0, nil, []ot.Value{ot.T(fmt.Sprint(100000 + i)), row[1], row[2]})
+		}},
+		{"update_toast_unchanged", func(i int) []byte {
+			return ot.Update(1, 0, nil, []ot.Value{ot.T(fmt.Sprint(100000 + i)), ot.Unchanged, row[2]})
+		}},
+		{"update_key_change", func(int) []byte { return ot.Update(1, 'K', []ot.Value{ot.T("1"), ot.Null, ot.Null}, row) }},
+		{"delete", func(i int) []byte {
+			return ot.Delete(1, 'K', []ot.Value{ot.T(fmt.Sprint(100000 + i)), ot.Null, ot.Null})
+		}},
+		{"delete_full", func(int) []byte { return ot.Delete(2, 'O', []ot.Value{ot.T("42"), ot.T(`{"k": "v"}`)}) }},
 	}
-	for _, name := range []string{"insert", "update", "update_toast_u", "delete", "delete_full"} {
-		msg := msgs[name]
-		b.Run(name, func(b *testing.B) {
+	for _, bc := range cases {
+		// Distinct keys, as a real stream has: 64 messages cycled.
+		msgs := make([][]byte, maxRunRows)
+		for i := range msgs {
+			msgs[i] = bc.msg(i)
+		}
+		b.Run(bc.name, func(b *testing.B) {
 			a := newTestApplier(b)
 			var c pgoutput.Change
 			var wire []byte
-			b.ReportAllocs()
-			for b.Loop() {
-				if err := pgoutput.DecodeChange(msg, &c); err != nil {
-					b.Fatal(err)
-				}
-				if c.Op == pgoutput.MsgInsert {
-					// Inserts join a run; a full run becomes one Bind.
-					full, err := a.addToRun(&c)
-					if err != nil {
-						b.Fatal(err)
-					}
-					if full {
-						st, _ := a.runStatement(a.run.rel, a.run.rows)
-						bind := pgproto3.Bind{PreparedStatement: st.name, Parameters: a.run.params}
-						if wire, err = bind.Encode(wire[:0]); err != nil {
-							b.Fatal(err)
-						}
-						clear(a.run.params)
-						a.run = insertRun{params: a.run.params[:0]}
-					}
-					continue
-				}
-				st, _, params, _, err := a.bind(&c)
-				if err != nil {
-					b.Fatal(err)
-				}
-				bind := pgproto3.Bind{PreparedStatement: st.name, Parameters: params}
+			encode := func(name string, params [][]byte) {
+				bind := pgproto3.Bind{PreparedStatement: name, Parameters: params}
+				var err error
 				if wire, err = bind.Encode(wire[:0]); err != nil {
 					b.Fatal(err)
+				}
+			}
+			i := 0
+			b.ReportAllocs()
+			for b.Loop() {
+				if err := pgoutput.DecodeChange(msgs[i%len(msgs)], &c); err != nil {
+					b.Fatal(err)
+				}
+				i++
+				rel := a.relations[c.RelationID]
+				if !runnable(rel, &c) {
+					st, _, params, _ := a.bindRow(rel, &c)
+					encode(st.name, params)
+					continue
+				}
+				joined, full := a.addToRun(rel, &c)
+				if !joined {
+					b.Fatal("row did not join the run")
+				}
+				if full {
+					st, _ := a.runStatement()
+					encode(st.name, a.run.params)
+					a.clearRun()
 				}
 			}
 		})

@@ -1,0 +1,124 @@
+package apply
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/jackc/pgx/v5/pgconn"
+)
+
+// The target connection in pipeline mode: statements are queued, sent in
+// batches ended by a Sync, and their results read one batch behind, so the
+// target executes a batch while the next one is built.
+
+func (a *Applier) startPipeline(ctx context.Context) {
+	if a.pipeline == nil {
+		a.pipeline = a.conn.PgConn().StartPipeline(ctx)
+	}
+}
+
+// queued accounts for a queued statement of rows rows and n value bytes,
+// and ends the batch when it is full.
+func (a *Applier) queued(ctx context.Context, rows int, n int64) error {
+	a.batchRows += rows
+	a.batchBytes += n
+	a.groupBytes += n
+	a.sinceFlush++
+	if a.batchRows >= a.opts.MaxBatchRows || a.batchBytes >= a.opts.MaxBatchBytes {
+		return a.send(ctx)
+	}
+	if a.sinceFlush >= flushEvery {
+		a.sinceFlush = 0
+		if err := a.pipeline.Flush(); err != nil {
+			return a.fail(ctx, fmt.Errorf("send to target at %s: %w", a.sourceLSN, err))
+		}
+	}
+	return nil
+}
+
+// send ends the current batch with a Sync and sends it, then reads the
+// results of the batches before it: one batch stays in flight.
+func (a *Applier) send(ctx context.Context) error {
+	a.batchRows, a.batchBytes, a.sinceFlush = 0, 0, 0
+	if a.pipeline == nil || a.pendingHead == len(a.pending) && len(a.batchEnds) == 0 {
+		return nil
+	}
+	if n := len(a.batchEnds); n == 0 || a.batchEnds[n-1] != len(a.pending) {
+		if err := a.pipeline.Sync(); err != nil {
+			return a.fail(ctx, fmt.Errorf("send to target at %s: %w", a.sourceLSN, err))
+		}
+		a.batchEnds = append(a.batchEnds, len(a.pending))
+	}
+	for len(a.batchEnds) > 1 {
+		if err := a.readBatch(ctx); err != nil {
+			return err
+		}
+	}
+	// Keep only the batch in flight, so that a long source transaction
+	// does not grow the list.
+	if a.pendingHead > 0 {
+		n := copy(a.pending, a.pending[a.pendingHead:])
+		a.pending = a.pending[:n]
+		for i := range a.batchEnds {
+			a.batchEnds[i] -= a.pendingHead
+		}
+		a.pendingHead = 0
+	}
+	return nil
+}
+
+// drain sends what is queued and waits for every result: afterwards the
+// connection is out of pipeline mode and everything sent has succeeded.
+func (a *Applier) drain(ctx context.Context) error {
+	if err := a.send(ctx); err != nil {
+		return err
+	}
+	for len(a.batchEnds) > 0 {
+		if err := a.readBatch(ctx); err != nil {
+			return err
+		}
+	}
+	if a.pipeline == nil {
+		return nil
+	}
+	p := a.pipeline
+	a.pipeline = nil
+	a.pending, a.pendingHead = a.pending[:0], 0
+	if err := p.Close(); err != nil {
+		return a.fail(ctx, fmt.Errorf("target pipeline at %s: %w", a.sourceLSN, err))
+	}
+	return nil
+}
+
+// readBatch reads and checks the results of the oldest batch in flight.
+func (a *Applier) readBatch(ctx context.Context) error {
+	p := a.pipeline
+	end := a.batchEnds[0]
+	for ; a.pendingHead < end; a.pendingHead++ {
+		pd := &a.pending[a.pendingHead]
+		res, err := p.GetResults()
+		if err == nil {
+			switch r := res.(type) {
+			case *pgconn.ResultReader:
+				var tag pgconn.CommandTag
+				tag, err = r.Close()
+				if err == nil && pd.expect > 0 && tag.RowsAffected() != int64(pd.expect) {
+					err = errNoRow
+				}
+			case *pgconn.StatementDescription:
+			default:
+				err = fmt.Errorf("unexpected pipeline result %T", res)
+			}
+		}
+		if err != nil {
+			return a.fail(ctx, describe(pd, a.opts.Job, err))
+		}
+	}
+	if res, err := p.GetResults(); err != nil {
+		return a.fail(ctx, fmt.Errorf("target sync at %s: %w", a.sourceLSN, err))
+	} else if _, ok := res.(*pgconn.PipelineSync); !ok {
+		return a.fail(ctx, fmt.Errorf("target sync at %s: unexpected result %T", a.sourceLSN, res))
+	}
+	a.batchEnds = a.batchEnds[1:]
+	return nil
+}

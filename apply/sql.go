@@ -1,0 +1,193 @@
+package apply
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/pgsync/pgsync/pgoutput"
+)
+
+// The statements the applier prepares. Parameters are text; their types
+// come from the target columns they meet, or from explicit casts where
+// nothing gives them (VALUES lists).
+
+// insertSQL returns an INSERT of rows rows.
+func insertSQL(rel *relation, rows int) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "INSERT INTO %s (%s) VALUES ", rel.ident, strings.Join(rel.cols, ", "))
+	p := 1
+	for r := 0; r < rows; r++ {
+		if r > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString("(")
+		for i := range rel.cols {
+			if i > 0 {
+				b.WriteString(", ")
+			}
+			fmt.Fprintf(&b, "$%d", p)
+			p++
+		}
+		b.WriteString(")")
+	}
+	return b.String()
+}
+
+// whereIdentity writes the row match, numbering parameters from next. A
+// full-row identity matches one row only, even among duplicates.
+func whereIdentity(b *strings.Builder, rel *relation, next int) {
+	if rel.full {
+		fmt.Fprintf(b, " WHERE ctid = (SELECT ctid FROM %s WHERE ", rel.ident)
+	} else {
+		b.WriteString(" WHERE ")
+	}
+	for n, i := range rel.keys {
+		if n > 0 {
+			b.WriteString(" AND ")
+		}
+		switch {
+		case rel.full && rel.textEq[i]:
+			fmt.Fprintf(b, "%s::text IS NOT DISTINCT FROM $%d::text", rel.cols[i], next+n)
+		case rel.full:
+			fmt.Fprintf(b, "%s IS NOT DISTINCT FROM $%d", rel.cols[i], next+n)
+		default:
+			fmt.Fprintf(b, "%s = $%d", rel.cols[i], next+n)
+		}
+	}
+	if rel.full {
+		b.WriteString(" LIMIT 1)")
+	}
+}
+
+// updateSQL returns the single-row UPDATE: the set values, then the identity.
+func updateSQL(rel *relation, setCols []int) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "UPDATE %s SET ", rel.ident)
+	for n, i := range setCols {
+		if n > 0 {
+			b.WriteString(", ")
+		}
+		fmt.Fprintf(&b, "%s = $%d", rel.cols[i], n+1)
+	}
+	whereIdentity(&b, rel, len(setCols)+1)
+	return b.String()
+}
+
+// deleteSQL returns the single-row DELETE.
+func deleteSQL(rel *relation) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "DELETE FROM %s", rel.ident)
+	whereIdentity(&b, rel, 1)
+	return b.String()
+}
+
+// updateRunSQL returns the UPDATE of rows rows by key, each row's parameters
+// laid out as in updateSQL: the set values, then the key values.
+func updateRunSQL(rel *relation, setCols []int, rows int) string {
+	if rows == 1 {
+		return updateSQL(rel, setCols)
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "UPDATE %s AS pgsync_t SET ", rel.ident)
+	for n, i := range setCols {
+		if n > 0 {
+			b.WriteString(", ")
+		}
+		fmt.Fprintf(&b, "%s = v.c%d", rel.cols[i], n)
+	}
+	b.WriteString(" FROM (VALUES ")
+	cols := append(append([]int(nil), setCols...), rel.keys...)
+	p := 1
+	for r := 0; r < rows; r++ {
+		if r > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString("(")
+		for n, i := range cols {
+			if n > 0 {
+				b.WriteString(", ")
+			}
+			fmt.Fprintf(&b, "$%d::%s", p, rel.types[i])
+			p++
+		}
+		b.WriteString(")")
+	}
+	b.WriteString(") AS v(")
+	for n := range cols {
+		if n > 0 {
+			b.WriteString(", ")
+		}
+		fmt.Fprintf(&b, "c%d", n)
+	}
+	b.WriteString(") WHERE ")
+	for n, i := range rel.keys {
+		if n > 0 {
+			b.WriteString(" AND ")
+		}
+		fmt.Fprintf(&b, "pgsync_t.%s = v.c%d", rel.cols[i], len(setCols)+n)
+	}
+	return b.String()
+}
+
+// deleteRunSQL returns the DELETE of rows rows by key.
+func deleteRunSQL(rel *relation, rows int) string {
+	if rows == 1 {
+		return deleteSQL(rel)
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "DELETE FROM %s WHERE ", rel.ident)
+	multi := len(rel.keys) > 1
+	if multi {
+		b.WriteString("(")
+	}
+	for n, i := range rel.keys {
+		if n > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(rel.cols[i])
+	}
+	if multi {
+		b.WriteString(")")
+	}
+	b.WriteString(" IN (")
+	p := 1
+	for r := 0; r < rows; r++ {
+		if r > 0 {
+			b.WriteString(", ")
+		}
+		if multi {
+			b.WriteString("(")
+		}
+		for n := range rel.keys {
+			if n > 0 {
+				b.WriteString(", ")
+			}
+			fmt.Fprintf(&b, "$%d", p)
+			p++
+		}
+		if multi {
+			b.WriteString(")")
+		}
+	}
+	b.WriteString(")")
+	return b.String()
+}
+
+// truncateSQL returns the TRUNCATE of rels with the source's options.
+func truncateSQL(rels []*relation, options byte) string {
+	var b strings.Builder
+	b.WriteString("TRUNCATE ONLY ")
+	for i, rel := range rels {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(rel.ident)
+	}
+	if options&pgoutput.TruncateRestartIdentity != 0 {
+		b.WriteString(" RESTART IDENTITY")
+	}
+	if options&pgoutput.TruncateCascade != 0 {
+		b.WriteString(" CASCADE")
+	}
+	return b.String()
+}
