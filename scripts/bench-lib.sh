@@ -63,28 +63,28 @@ ${BENCH_TUNING:-}
 TOML
 }
 
-# sample_proc PID CSV: one line a second (unix time, RSS kB, CPU % over the
-# last second) until PID exits.
+# sample_proc PID CSV: a line every SAMPLE_SECONDS (default 0.25: a short
+# phase gets samples too) with unix time, RSS kB and CPU % over the
+# interval, until PID exits.
 sample_proc() {
-  local pid=$1 out=$2 hz prev=0 now ticks
+  local pid=$1 out=$2 hz every=${SAMPLE_SECONDS:-0.25} prev="" ticks rss
   hz=$(getconf CLK_TCK)
   echo "unix_s,rss_kb,cpu_pct" >"$out"
   while [ -r "/proc/$pid/stat" ]; do
     ticks=$(awk '{print $14 + $15}' "/proc/$pid/stat" 2>/dev/null) || break
-    now=$(awk '/^VmRSS/ {print $2}' "/proc/$pid/status" 2>/dev/null) || break
-    [ -n "$now" ] || break
-    if [ "$prev" != 0 ]; then
-      echo "$(date +%s.%N | cut -c1-14),$now,$(( (ticks - prev) * 100 / hz ))" >>"$out"
-    fi
+    rss=$(awk '/^VmRSS/ {print $2}' "/proc/$pid/status" 2>/dev/null) || break
+    [ -n "$rss" ] || break
+    awk -v t="$(date +%s.%N)" -v r="$rss" -v d="$(( ${prev:-$ticks} ))" -v n="$ticks" -v hz="$hz" -v e="$every" -v first="${prev:+no}" \
+      'BEGIN { printf "%.3f,%d,%s\n", t, r, (first == "no" ? sprintf("%.0f", (n - d) * 100 / hz / e) : "") }' >>"$out"
     prev=$ticks
-    sleep 1
+    sleep "$every"
   done
 }
 
 # rss_stats CSV: prints "avg_mb peak_mb avg_cpu" of a sample file.
 rss_stats() {
-  awk -F, 'NR > 1 { n++; s += $2; if ($2 > p) p = $2; c += $3 }
-    END { if (n == 0) { print "0 0 0" } else { printf "%.1f %.1f %.0f\n", s / n / 1024, p / 1024, c / n } }' "$1"
+  awk -F, 'NR > 1 { n++; s += $2; if ($2 > p) p = $2; if ($3 != "") { c += $3; m++ } }
+    END { if (n == 0) { print "0 0 0" } else { printf "%.1f %.1f %.0f\n", s / n / 1024, p / 1024, (m ? c / m : 0) } }' "$1"
 }
 
 # wait_for SECONDS DESCRIPTION COMMAND...: polls COMMAND every 0.2 s.
