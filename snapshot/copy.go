@@ -4,7 +4,6 @@
 package snapshot
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"fmt"
@@ -164,23 +163,18 @@ func copyTable(ctx context.Context, opts Options, src, dst *pgx.Conn, t *catalog
 		return TableResult{}, fmt.Errorf("copy %s: empty target table: %w", t, err)
 	}
 
-	pr, pw := io.Pipe()
-	counter := &countingWriter{w: pw, progress: opts.Progress}
-	bufSize := max(opts.BufferSize, 4096)
+	pipe := newChunkPipe(max(opts.BufferSize, 4096), pipeChunks)
+	counter := &countingWriter{w: pipe, progress: opts.Progress}
 	var readErr error
 	readDone := make(chan struct{})
 	go func() {
 		defer close(readDone)
-		// Gather the many small CopyData messages into large pipe hand-offs.
-		bw := bufio.NewWriterSize(counter, bufSize)
-		_, readErr = src.PgConn().CopyTo(ctx, bw, fmt.Sprintf("COPY %s (%s) TO STDOUT", t.Ident(), cols))
-		if readErr == nil {
-			readErr = bw.Flush()
-		}
-		pw.CloseWithError(readErr)
+		_, readErr = src.PgConn().CopyTo(ctx, counter, fmt.Sprintf("COPY %s (%s) TO STDOUT", t.Ident(), cols))
+		counter.publish()
+		pipe.CloseWrite(readErr)
 	}()
-	_, writeErr := tx.Conn().PgConn().CopyFrom(ctx, pr, fmt.Sprintf("COPY %s (%s) FROM STDIN", t.Ident(), cols))
-	pr.CloseWithError(writeErr)
+	_, writeErr := tx.Conn().PgConn().CopyFrom(ctx, pipe, fmt.Sprintf("COPY %s (%s) FROM STDIN", t.Ident(), cols))
+	pipe.CloseRead()
 	<-readDone
 	if readErr != nil {
 		return TableResult{}, fmt.Errorf("copy %s: read from source: %w", t, readErr)
@@ -194,20 +188,34 @@ func copyTable(ctx context.Context, opts Options, src, dst *pgx.Conn, t *catalog
 	return TableResult{Table: t.String(), Rows: counter.rows, Bytes: counter.bytes, Duration: time.Since(began)}, nil
 }
 
+// pipeChunks is the number of buffer_size_kb chunks between the two sides
+// of one table's copy.
+const pipeChunks = 4
+
 // countingWriter counts bytes and rows (text COPY ends every row with a
-// newline and escapes newlines inside values).
+// newline and escapes newlines inside values), publishing them to the
+// shared Progress every megabyte rather than on every row.
 type countingWriter struct {
-	w        io.Writer
-	rows     int64
-	bytes    int64
-	progress *Progress
+	w           io.Writer
+	rows, bytes int64
+	unpublished struct{ rows, bytes int64 }
+	progress    *Progress
 }
 
 func (c *countingWriter) Write(p []byte) (int, error) {
 	rows := int64(bytes.Count(p, []byte{'\n'}))
 	c.rows += rows
 	c.bytes += int64(len(p))
-	c.progress.Rows.Add(rows)
-	c.progress.Bytes.Add(int64(len(p)))
+	c.unpublished.rows += rows
+	c.unpublished.bytes += int64(len(p))
+	if c.unpublished.bytes >= 1<<20 {
+		c.publish()
+	}
 	return c.w.Write(p)
+}
+
+func (c *countingWriter) publish() {
+	c.progress.Rows.Add(c.unpublished.rows)
+	c.progress.Bytes.Add(c.unpublished.bytes)
+	c.unpublished.rows, c.unpublished.bytes = 0, 0
 }

@@ -199,6 +199,36 @@ CREATE TABLE ledger (id bigserial PRIMARY KEY, acct int, delta bigint);`, "")
 	e.mustVerify()
 }
 
+func TestRunSurvivesTargetRestart(t *testing.T) {
+	e := newEnv(t, "CREATE TABLE tr (id int PRIMARY KEY, v text);", "")
+	e.mustPgsync("bootstrap")
+	bg := e.start("run")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	n := 0
+	w := startWriter(ctx, t, e.srcURL, func(ctx context.Context, tx pgx.Tx, _ *rand.Rand) error {
+		n++
+		_, err := tx.Exec(ctx, "INSERT INTO tr VALUES ($1, 'v')", n)
+		return err
+	})
+	time.Sleep(time.Second)
+	if out, err := localPGRestart("target"); err != nil {
+		t.Fatalf("restart target: %v\n%s", err, out)
+	}
+	e.tgt.Close(context.Background())
+	e.tgt = mustConnect(t, e.tgtURL)
+	time.Sleep(2 * time.Second)
+	cancel()
+	w.wait(t)
+	eventually(t, 60*time.Second, "pgsync to reconnect to the target", func() bool { return strings.Contains(bg.stderr.String(), "msg=reconnected") })
+	_ = bg.cmd.Process.Signal(syscall.SIGTERM)
+	if code := bg.wait(t, 15*time.Second); code != 0 {
+		t.Fatalf("pgsync run exit %d after SIGTERM\n%s", code, bg.stderr.String())
+	}
+	e.catchUp()
+	e.mustVerify()
+}
+
 func TestRunStopsCleanlyOnSignal(t *testing.T) {
 	e := newEnv(t, "CREATE TABLE q (id int PRIMARY KEY, v text);", "")
 	e.mustPgsync("bootstrap")

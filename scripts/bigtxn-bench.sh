@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# Memory under one large transaction: a single source transaction of
+# BIG_ROWS (default 1,000,000) inserted rows is applied by
+# `pgsync run --until-caught-up`; RSS is sampled throughout. pgsync applies
+# the transaction as it arrives, so its memory stays at the configured
+# bounds (max_inflight_bytes) whatever the transaction's size.
+# Writes bench-results/bigtxn-*.{csv,log,svg} and bigtxn.json.
+set -euo pipefail
+source "$(dirname "$0")/bench-lib.sh"
+BIG_ROWS=${BIG_ROWS:-1000000}
+bench_setup
+trap 'kill $(jobs -p) 2>/dev/null || true' EXIT
+
+fresh_db bigtxn
+psql_src bigtxn -c "$TABLES_DDL"
+cfg=$RESULTS/bigtxn.toml
+write_config "$cfg" bigtxn bigtxn bigtxn
+"$PGSYNC" -c "$cfg" bootstrap >/dev/null 2>"$RESULTS/bigtxn-bootstrap.log"
+echo "bigtxn-bench: one transaction of $BIG_ROWS rows"
+psql_src bigtxn -c "INSERT INTO bench_a SELECT g, 'customer-' || g, g % 1000, g / 7.0, now(), repeat(md5(g::text), 2) FROM generate_series(1, $BIG_ROWS) g"
+settle bigtxn
+t0=$(now)
+"$PGSYNC" -c "$cfg" run --until-caught-up --log-every 1s 2>"$RESULTS/bigtxn-pgsync.log" &
+pid=$!
+sample_proc "$pid" "$RESULTS/bigtxn-rss.csv" &
+wait "$pid"
+t1=$(now)
+secs=$(elapsed "$t0" "$t1")
+read -r rss_avg rss_peak cpu_avg < <(rss_stats "$RESULTS/bigtxn-rss.csv")
+if "$PGSYNC" -c "$cfg" verify >"$RESULTS/bigtxn-verify.txt"; then match=true; else match=false; fi
+go run "$root/scripts/plot" -rss "$RESULTS/bigtxn-rss.csv" -log "$RESULTS/bigtxn-pgsync.log" \
+  -title "pgsync run: one transaction of $BIG_ROWS rows" -o "$RESULTS/bigtxn.svg"
+cat >"$RESULTS/bigtxn.json" <<JSON
+{
+  "benchmark": "bigtxn",
+  "command": "BIG_ROWS=$BIG_ROWS scripts/bigtxn-bench.sh",
+  "date": "$(date -u +%FT%TZ)",
+$(env_json),
+  "rows_in_transaction": $BIG_ROWS,
+  "seconds": $secs,
+  "rows_per_s": $(ratio "$BIG_ROWS" "$secs"),
+  "rss_avg_mb": $rss_avg,
+  "rss_peak_mb": $rss_peak,
+  "cpu_avg_pct": $cpu_avg,
+  "hashes_match": $match
+}
+JSON
+cat "$RESULTS/bigtxn.json"
