@@ -217,7 +217,11 @@ func (a *app) showCopyProgress(p *snapshot.Progress) func() {
 			}
 			b, r := p.Bytes.Load(), p.Rows.Load()
 			if bar != nil {
-				bar.Describe(fmt.Sprintf("copying: %d/%d tables, %d rows", p.TablesDone.Load(), p.TablesTotal.Load(), r))
+				desc := fmt.Sprintf("copied %d/%d tables", p.TablesDone.Load(), p.TablesTotal.Load())
+				for _, t := range p.Active() {
+					desc += fmt.Sprintf(" | %s %d rows %s %.1f MB/s", t.Table, t.Rows, humanize.IBytes(uint64(t.Bytes)), float64(t.Bytes)/1e6/max(t.Elapsed.Seconds(), 1e-3))
+				}
+				bar.Describe(desc)
 				_ = bar.Set64(b)
 				continue
 			}

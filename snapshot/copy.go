@@ -38,12 +38,59 @@ type Options struct {
 	Logger   *slog.Logger
 }
 
-// Progress counts copied rows and bytes; it is safe for concurrent use.
+// Progress counts copied rows and bytes, in all and per table being
+// copied; it is safe for concurrent use.
 type Progress struct {
 	Rows        atomic.Int64
 	Bytes       atomic.Int64
 	TablesDone  atomic.Int64
 	TablesTotal atomic.Int64
+
+	mu     sync.Mutex
+	active map[*tableProgress]struct{}
+}
+
+type tableProgress struct {
+	table       string
+	started     time.Time
+	rows, bytes atomic.Int64
+}
+
+// TableProgress is a table being copied.
+type TableProgress struct {
+	Table   string
+	Rows    int64
+	Bytes   int64
+	Elapsed time.Duration
+}
+
+// Active returns the tables being copied now, by name.
+func (p *Progress) Active() []TableProgress {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	out := make([]TableProgress, 0, len(p.active))
+	for t := range p.active {
+		out = append(out, TableProgress{Table: t.table, Rows: t.rows.Load(), Bytes: t.bytes.Load(), Elapsed: time.Since(t.started)})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Table < out[j].Table })
+	return out
+}
+
+func (p *Progress) start(table string) *tableProgress {
+	t := &tableProgress{table: table, started: time.Now()}
+	p.mu.Lock()
+	if p.active == nil {
+		p.active = make(map[*tableProgress]struct{})
+	}
+	p.active[t] = struct{}{}
+	p.mu.Unlock()
+	return t
+}
+
+func (p *Progress) finish(t *tableProgress) {
+	p.mu.Lock()
+	delete(p.active, t)
+	p.mu.Unlock()
 }
 
 // TableResult is what one table's copy moved.
@@ -164,7 +211,9 @@ func copyTable(ctx context.Context, opts Options, src, dst *pgx.Conn, t *catalog
 	}
 
 	pipe := newChunkPipe(max(opts.BufferSize, 4096), pipeChunks)
-	counter := &countingWriter{w: pipe, progress: opts.Progress}
+	tp := opts.Progress.start(t.String())
+	defer opts.Progress.finish(tp)
+	counter := &countingWriter{w: pipe, progress: opts.Progress, table: tp}
 	var readErr error
 	readDone := make(chan struct{})
 	go func() {
@@ -200,6 +249,7 @@ type countingWriter struct {
 	rows, bytes int64
 	unpublished struct{ rows, bytes int64 }
 	progress    *Progress
+	table       *tableProgress
 }
 
 func (c *countingWriter) Write(p []byte) (int, error) {
@@ -217,5 +267,7 @@ func (c *countingWriter) Write(p []byte) (int, error) {
 func (c *countingWriter) publish() {
 	c.progress.Rows.Add(c.unpublished.rows)
 	c.progress.Bytes.Add(c.unpublished.bytes)
+	c.table.rows.Store(c.rows)
+	c.table.bytes.Store(c.bytes)
 	c.unpublished.rows, c.unpublished.bytes = 0, 0
 }
