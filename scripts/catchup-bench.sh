@@ -24,6 +24,8 @@ native_subscribe catchup catchup_native native_catchup
 psql_tgt catchup_native -c "ALTER SUBSCRIPTION native_catchup DISABLE"
 wait_for 60 "native slot to go idle" bash -c "[ \"\$($bindir/psql -X -Atq -U postgres -h 127.0.0.1 -p $SRC_PORT -d postgres -c \"SELECT active FROM pg_replication_slots WHERE slot_name = 'native_catchup'\")\" = f ]"
 
+# A third slot measures the source's logical decoding alone.
+psql_src catchup -c "SELECT pg_create_logical_replication_slot('decode_probe', 'pgoutput')" >/dev/null
 echo "catchup-bench: writing a backlog of $BACKLOG_TXNS transactions"
 txn_script "$RESULTS/catchup-txn.sql" "$ROWS" "$CLIENTS" 100 10 5
 wal_start=$(val_src catchup "SELECT pg_current_wal_lsn()")
@@ -62,6 +64,15 @@ if "$PGSYNC" -c "$RESULTS/catchup-native.toml" verify >"$RESULTS/catchup-native-
 psql_tgt catchup_native -c "ALTER SUBSCRIPTION native_catchup DISABLE" -c "ALTER SUBSCRIPTION native_catchup SET (slot_name = NONE)" -c "DROP SUBSCRIPTION native_catchup"
 psql_src catchup -c "SELECT pg_drop_replication_slot('native_catchup')" >/dev/null
 
+settle catchup
+echo "catchup-bench: decoding alone (pg_recvlogical to /dev/null)"
+t0=$(now)
+timeout 1800 "$bindir/pg_recvlogical" -h 127.0.0.1 -p "$SRC_PORT" -U postgres -d catchup -S decode_probe \
+  -o proto_version=1 -o publication_names=pgsync_catchup --start -E "$wal_end" -f /dev/null
+t1=$(now)
+decode_secs=$(elapsed "$t0" "$t1")
+psql_src catchup -c "SELECT pg_drop_replication_slot('decode_probe')" >/dev/null
+
 go run "$root/scripts/plot" -rss "$RESULTS/catchup-rss.csv" -log "$RESULTS/catchup-pgsync.log" \
   -title "pgsync catch-up: $committed transactions backlog" -o "$RESULTS/catchup.svg"
 
@@ -90,6 +101,7 @@ $(env_json),
     "txn_per_s": $(ratio "$committed" "$native_secs"),
     "hashes_match": $native_match
   },
+  "decode_only_seconds": $decode_secs,
   "pgsync_speedup_vs_native": $(ratio "$native_secs" "$pg_secs")
 }
 JSON
