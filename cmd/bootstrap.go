@@ -14,7 +14,6 @@ import (
 
 	"github.com/pgsync/pgsync/apply"
 	"github.com/pgsync/pgsync/catalog"
-	"github.com/pgsync/pgsync/config"
 	"github.com/pgsync/pgsync/pgconnect"
 	"github.com/pgsync/pgsync/replication"
 	"github.com/pgsync/pgsync/snapshot"
@@ -27,30 +26,22 @@ func (a *app) bootstrapCmd() *cobra.Command {
 		Short: "Create the publication and slot, create missing target tables and copy every table",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg, err := a.loadConfig()
+			sv, err := a.connect(cmd.Context())
+			defer sv.close(cmd.Context())
 			if err != nil {
 				return err
 			}
-			return a.bootstrap(cmd.Context(), cfg, force)
+			return a.bootstrap(cmd.Context(), sv, force)
 		},
 	}
 	c.Flags().BoolVar(&force, "force", false, "tear down an existing job (slot, publication, progress) and start over, emptying its target tables")
 	return c
 }
 
-func (a *app) bootstrap(ctx context.Context, cfg *config.Config, force bool) error {
+func (a *app) bootstrap(ctx context.Context, sv *servers, force bool) error {
 	began := time.Now()
+	cfg, src, tgt := sv.cfg, sv.src, sv.tgt
 	n := names(cfg)
-	src, err := pgconnect.Connect(ctx, "source", cfg.SourceURL)
-	if err != nil {
-		return err
-	}
-	defer src.Close(context.WithoutCancel(ctx))
-	tgt, err := pgconnect.Connect(ctx, "target", cfg.TargetURL)
-	if err != nil {
-		return err
-	}
-	defer tgt.Close(context.WithoutCancel(ctx))
 
 	if err := replication.CheckSource(ctx, src); err != nil {
 		return err

@@ -12,10 +12,12 @@ import (
 	"os"
 	"strings"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
 	"github.com/pgsync/pgsync/config"
+	"github.com/pgsync/pgsync/pgconnect"
 	"github.com/pgsync/pgsync/replication"
 )
 
@@ -87,6 +89,38 @@ func oneLine(s string) string {
 
 func (a *app) loadConfig() (*config.Config, error) {
 	return config.Load(a.configPath)
+}
+
+// servers are a command's configuration and its connections to both sides.
+type servers struct {
+	cfg *config.Config
+	src *pgx.Conn
+	tgt *pgx.Conn
+}
+
+func (s *servers) close(ctx context.Context) {
+	ctx = context.WithoutCancel(ctx)
+	if s.src != nil {
+		s.src.Close(ctx)
+	}
+	if s.tgt != nil {
+		s.tgt.Close(ctx)
+	}
+}
+
+// connect loads the configuration and connects to the source and the
+// target; the caller closes what it returns, also on error.
+func (a *app) connect(ctx context.Context) (*servers, error) {
+	s := &servers{}
+	var err error
+	if s.cfg, err = a.loadConfig(); err != nil {
+		return s, err
+	}
+	if s.src, err = pgconnect.Connect(ctx, "source", s.cfg.SourceURL); err != nil {
+		return s, err
+	}
+	s.tgt, err = pgconnect.Connect(ctx, "target", s.cfg.TargetURL)
+	return s, err
 }
 
 func names(cfg *config.Config) replication.Names {

@@ -8,23 +8,22 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/pgsync/pgsync/apply"
-	"github.com/pgsync/pgsync/pgconnect"
 	"github.com/pgsync/pgsync/replication"
 )
 
 // jobStatus is the output of pgsync status; its JSON keys are documented.
 type jobStatus struct {
-	Job               string  `json:"job"`
-	Slot              string  `json:"slot"`
-	SlotExists        bool    `json:"slot_exists"`
-	SlotActive        bool    `json:"slot_active"`
-	ConfirmedFlushLSN string  `json:"confirmed_flush_lsn"`
-	State             string  `json:"state"`
-	AppliedLSN        string  `json:"applied_lsn"`
-	SourceWALLSN      string  `json:"source_wal_lsn"`
-	LagBytes          *int64  `json:"lag_bytes"`
-	RetainedWALBytes  *int64  `json:"retained_wal_bytes"`
-	Error             *string `json:"error,omitempty"`
+	Job               string `json:"job"`
+	Slot              string `json:"slot"`
+	SlotExists        bool   `json:"slot_exists"`
+	SlotActive        bool   `json:"slot_active"`
+	WALStatus         string `json:"wal_status"`
+	ConfirmedFlushLSN string `json:"confirmed_flush_lsn"`
+	State             string `json:"state"`
+	AppliedLSN        string `json:"applied_lsn"`
+	SourceWALLSN      string `json:"source_wal_lsn"`
+	LagBytes          *int64 `json:"lag_bytes"`
+	RetainedWALBytes  *int64 `json:"retained_wal_bytes"`
 }
 
 func (a *app) statusCmd() *cobra.Command {
@@ -34,27 +33,20 @@ func (a *app) statusCmd() *cobra.Command {
 		Short: "Show the slot, the applied position and the lag",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg, err := a.loadConfig()
-			if err != nil {
-				return err
-			}
 			ctx := cmd.Context()
-			src, err := pgconnect.Connect(ctx, "source", cfg.SourceURL)
+			sv, err := a.connect(ctx)
+			defer sv.close(ctx)
 			if err != nil {
 				return err
 			}
-			defer src.Close(ctx)
-			tgt, err := pgconnect.Connect(ctx, "target", cfg.TargetURL)
-			if err != nil {
-				return err
-			}
-			defer tgt.Close(ctx)
+			cfg, src, tgt := sv.cfg, sv.src, sv.tgt
 			n := names(cfg)
 			slot, err := replication.Status(ctx, src, n)
 			if err != nil {
 				return err
 			}
-			st := jobStatus{Job: cfg.Job, Slot: n.Slot, SlotExists: slot.Exists, SlotActive: slot.Active, SourceWALLSN: slot.CurrentWALLSN.String(), State: "not bootstrapped"}
+			st := jobStatus{Job: cfg.Job, Slot: n.Slot, SlotExists: slot.Exists, SlotActive: slot.Active, WALStatus: slot.WALStatus,
+				SourceWALLSN: slot.CurrentWALLSN.String(), State: "not bootstrapped"}
 			if slot.Exists {
 				st.ConfirmedFlushLSN = slot.ConfirmedFlushLSN.String()
 				retained := int64(slot.CurrentWALLSN) - int64(slot.RestartLSN)
@@ -81,7 +73,7 @@ func (a *app) statusCmd() *cobra.Command {
 				return enc.Encode(st)
 			}
 			fmt.Fprintf(a.stdout, "job:                 %s (%s)\n", st.Job, st.State)
-			fmt.Fprintf(a.stdout, "slot:                %s (exists: %t, active: %t)\n", st.Slot, st.SlotExists, st.SlotActive)
+			fmt.Fprintf(a.stdout, "slot:                %s (exists: %t, active: %t, wal_status: %s)\n", st.Slot, st.SlotExists, st.SlotActive, st.WALStatus)
 			fmt.Fprintf(a.stdout, "confirmed_flush_lsn: %s\n", st.ConfirmedFlushLSN)
 			fmt.Fprintf(a.stdout, "applied_lsn:         %s\n", st.AppliedLSN)
 			fmt.Fprintf(a.stdout, "source_wal_lsn:      %s\n", st.SourceWALLSN)

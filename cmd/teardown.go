@@ -6,7 +6,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/pgsync/pgsync/apply"
-	"github.com/pgsync/pgsync/pgconnect"
 	"github.com/pgsync/pgsync/replication"
 )
 
@@ -16,21 +15,13 @@ func (a *app) teardownCmd() *cobra.Command {
 		Short: "Drop the slot and publication on the source and the job's progress on the target",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg, err := a.loadConfig()
-			if err != nil {
-				return err
-			}
 			ctx := cmd.Context()
-			src, err := pgconnect.Connect(ctx, "source", cfg.SourceURL)
+			sv, err := a.connect(ctx)
+			defer sv.close(ctx)
 			if err != nil {
 				return err
 			}
-			defer src.Close(ctx)
-			tgt, err := pgconnect.Connect(ctx, "target", cfg.TargetURL)
-			if err != nil {
-				return err
-			}
-			defer tgt.Close(ctx)
+			cfg, src, tgt := sv.cfg, sv.src, sv.tgt
 			n := names(cfg)
 			if err := replication.Drop(ctx, src, n); err != nil {
 				return err

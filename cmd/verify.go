@@ -7,7 +7,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/pgsync/pgsync/catalog"
-	"github.com/pgsync/pgsync/pgconnect"
 	"github.com/pgsync/pgsync/replication"
 	"github.com/pgsync/pgsync/verify"
 )
@@ -18,21 +17,13 @@ func (a *app) verifyCmd() *cobra.Command {
 		Short: "Compare row counts and content hashes of every table on source and target",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg, err := a.loadConfig()
-			if err != nil {
-				return err
-			}
 			ctx := cmd.Context()
-			src, err := pgconnect.Connect(ctx, "source", cfg.SourceURL)
+			sv, err := a.connect(ctx)
+			defer sv.close(ctx)
 			if err != nil {
 				return err
 			}
-			defer src.Close(ctx)
-			tgt, err := pgconnect.Connect(ctx, "target", cfg.TargetURL)
-			if err != nil {
-				return err
-			}
-			defer tgt.Close(ctx)
+			cfg, src, tgt := sv.cfg, sv.src, sv.tgt
 
 			// The job's tables are those of its publication; before a
 			// bootstrap, those the patterns select.

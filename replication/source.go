@@ -177,6 +177,9 @@ type SlotStatus struct {
 	ConfirmedFlushLSN pglogrepl.LSN
 	RestartLSN        pglogrepl.LSN
 	CurrentWALLSN     pglogrepl.LSN
+	// WALStatus is pg_replication_slots.wal_status: "lost" means the slot
+	// was invalidated and the job must start over.
+	WALStatus string
 }
 
 // Status reads the slot's state and the source's current WAL position.
@@ -185,8 +188,9 @@ func Status(ctx context.Context, conn *pgx.Conn, n Names) (SlotStatus, error) {
 	var confirmed, restart *string
 	var current string
 	err := conn.QueryRow(ctx, `
-SELECT s.slot_name IS NOT NULL, coalesce(s.active, false), s.confirmed_flush_lsn::text, s.restart_lsn::text, pg_current_wal_lsn()::text
-FROM (SELECT 1) one LEFT JOIN pg_replication_slots s ON s.slot_name = $1`, n.Slot).Scan(&s.Exists, &s.Active, &confirmed, &restart, &current)
+SELECT s.slot_name IS NOT NULL, coalesce(s.active, false), s.confirmed_flush_lsn::text, s.restart_lsn::text, pg_current_wal_lsn()::text,
+       coalesce(s.wal_status, '')
+FROM (SELECT 1) one LEFT JOIN pg_replication_slots s ON s.slot_name = $1`, n.Slot).Scan(&s.Exists, &s.Active, &confirmed, &restart, &current, &s.WALStatus)
 	if err != nil {
 		return s, fmt.Errorf("read slot %s: %w", n.Slot, err)
 	}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -109,6 +110,10 @@ func Stream(ctx context.Context, conn *pgconn.PgConn, start pglogrepl.LSN, app A
 		},
 	})
 	if err != nil {
+		var pgErr *pgconn.PgError
+		if errors.As(err, &pgErr) && pgErr.Code == "55000" && strings.Contains(pgErr.Message, "cannot read from logical replication slot") {
+			return fmt.Errorf("slot %s is invalidated: the source removed WAL it still needed (max_slot_wal_keep_size); start over with pgsync bootstrap --force: %w", opts.Slot, err)
+		}
 		return fmt.Errorf("start replication on slot %s at %s: %w", opts.Slot, start, err)
 	}
 	pos := position.New(start)
