@@ -70,7 +70,11 @@ func panel(f *os.File, top, w, h, pad int, label string, pts []point, t0 float64
 		v := maxV * float64(i) / 4
 		fmt.Fprintf(f, `<text x="4" y="%.0f">%s</text>`+"\n", y(v)+4, short(v))
 		t := maxT * float64(i) / 4
-		fmt.Fprintf(f, `<text x="%.0f" y="%.0f">%.0fs</text>`+"\n", x(t0+t)-8, y(0)+16, t)
+		prec := 0
+		if maxT < 10 {
+			prec = 1
+		}
+		fmt.Fprintf(f, `<text x="%.0f" y="%.0f">%.*fs</text>`+"\n", x(t0+t)-8, y(0)+16, prec, t)
 	}
 	var b strings.Builder
 	for _, p := range pts {
