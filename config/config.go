@@ -66,6 +66,7 @@ type Error struct {
 	Msg  string
 }
 
+// Error formats the error as "file: key: message" on one line.
 func (e *Error) Error() string {
 	if e.Key == "" {
 		return fmt.Sprintf("%s: %s", e.File, e.Msg)

@@ -69,7 +69,11 @@ func setup() int {
 		return 1
 	}
 	pgsyncBin = filepath.Join(bin, "pgsync")
-	build := exec.Command("go", "build", "-o", pgsyncBin, "./cmd/pgsync")
+	args := []string{"build", "-o", pgsyncBin}
+	if os.Getenv("PGSYNC_TEST_RACE") != "" {
+		args = append(args, "-race") // a pgsync built with the race detector
+	}
+	build := exec.Command("go", append(args, "./cmd/pgsync")...)
 	build.Dir = repoRoot
 	if out, err := build.CombinedOutput(); err != nil {
 		fmt.Fprintf(os.Stderr, "FAIL: go build: %v\n%s", err, out)
