@@ -296,7 +296,6 @@ func (s *stream) enqueue(ctx context.Context, data []byte) error {
 		if err == nil {
 			break
 		}
-		s.deadlineSet = time.Time{} // the status update below may take a while
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
@@ -320,8 +319,12 @@ func (s *stream) enqueue(ctx context.Context, data []byte) error {
 			s.pos.AdvanceReceived(pglogrepl.LSN(binary.BigEndian.Uint64(buf[10:18])))
 		}
 	}
-	s.queue <- walMessage{data: buf}
-	return nil
+	select {
+	case s.queue <- walMessage{data: buf}:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 // report sends the applied position if it changed, or in any case when
