@@ -131,12 +131,17 @@ func Copy(ctx context.Context, opts Options, tables []catalog.Table) ([]TableRes
 	streams := max(1, min(opts.MaxParallel, len(tables)))
 	var imported sync.WaitGroup
 	imported.Add(streams)
+	importedDone := make(chan struct{})
 	go func() {
+		defer close(importedDone)
 		imported.Wait()
 		if opts.Imported != nil {
 			opts.Imported()
 		}
 	}()
+	// Imported has run by the time Copy returns: the caller may then close
+	// what Imported closes without racing it.
+	defer func() { <-importedDone }()
 
 	var mu sync.Mutex
 	var results []TableResult
