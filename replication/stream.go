@@ -76,6 +76,8 @@ const (
 	keepAliveEvery = 10 * time.Second
 	arenaChunk     = 256 << 10
 	shutdownGrace  = 5 * time.Second
+	lazyReadQueued = 1024
+	lazyReadPause  = time.Millisecond
 )
 
 // walMessage is one pgoutput message copied out of the connection's buffer.
@@ -212,6 +214,13 @@ func (s *stream) readOne(ctx context.Context) error {
 			return fmt.Errorf("receive from slot %s: %w", s.opts.Slot, err)
 		}
 		s.deadlineSet = now
+	}
+	// While the applier has plenty queued (1024 messages are milliseconds of
+	// work), let data gather in the socket, so that the reader does not wake
+	// up for every segment the walsender sends: on a machine the servers
+	// share, that CPU goes back to them (docs/benchmarks.md, catch-up).
+	if len(s.queue) >= lazyReadQueued {
+		time.Sleep(lazyReadPause)
 	}
 	msg, err := s.conn.ReceiveMessage(context.Background())
 	if err != nil {
