@@ -25,14 +25,9 @@ func (a *app) bootstrapCmd() *cobra.Command {
 		Use:   "bootstrap",
 		Short: "Create the publication and slot, create missing target tables and copy every table",
 		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			sv, err := a.connect(cmd.Context())
-			defer sv.close(cmd.Context())
-			if err != nil {
-				return err
-			}
-			return a.bootstrap(cmd.Context(), sv, force)
-		},
+		RunE: a.withServers(func(ctx context.Context, sv *servers) error {
+			return a.bootstrap(ctx, sv, force)
+		}),
 	}
 	c.Flags().BoolVar(&force, "force", false, "tear down an existing job (slot, publication, progress) and start over, emptying its target tables")
 	return c

@@ -108,6 +108,20 @@ func (s *servers) close(ctx context.Context) {
 	}
 }
 
+// withServers returns a cobra RunE that connects to both sides, calls fn
+// and closes the connections.
+func (a *app) withServers(fn func(ctx context.Context, sv *servers) error) func(*cobra.Command, []string) error {
+	return func(cmd *cobra.Command, _ []string) error {
+		ctx := cmd.Context()
+		sv, err := a.connect(ctx)
+		defer sv.close(ctx)
+		if err != nil {
+			return err
+		}
+		return fn(ctx, sv)
+	}
+}
+
 // connect loads the configuration and connects to the source and the
 // target; the caller closes what it returns, also on error.
 func (a *app) connect(ctx context.Context) (*servers, error) {

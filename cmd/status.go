@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -32,13 +33,7 @@ func (a *app) statusCmd() *cobra.Command {
 		Use:   "status",
 		Short: "Show the slot, the applied position and the lag",
 		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			ctx := cmd.Context()
-			sv, err := a.connect(ctx)
-			defer sv.close(ctx)
-			if err != nil {
-				return err
-			}
+		RunE: a.withServers(func(ctx context.Context, sv *servers) error {
 			cfg, src, tgt := sv.cfg, sv.src, sv.tgt
 			n := names(cfg)
 			slot, err := replication.Status(ctx, src, n)
@@ -84,7 +79,7 @@ func (a *app) statusCmd() *cobra.Command {
 				fmt.Fprintf(a.stdout, "retained_wal_bytes:  %d\n", *st.RetainedWALBytes)
 			}
 			return nil
-		},
+		}),
 	}
 	c.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	return c

@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/spf13/cobra"
@@ -14,13 +15,7 @@ func (a *app) teardownCmd() *cobra.Command {
 		Use:   "teardown",
 		Short: "Drop the slot and publication on the source and the job's progress on the target",
 		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			ctx := cmd.Context()
-			sv, err := a.connect(ctx)
-			defer sv.close(ctx)
-			if err != nil {
-				return err
-			}
+		RunE: a.withServers(func(ctx context.Context, sv *servers) error {
 			cfg, src, tgt := sv.cfg, sv.src, sv.tgt
 			n := names(cfg)
 			if err := replication.Drop(ctx, src, n); err != nil {
@@ -31,6 +26,6 @@ func (a *app) teardownCmd() *cobra.Command {
 			}
 			fmt.Fprintf(a.stdout, "job %s torn down: slot and publication %s dropped, progress removed (target tables kept)\n", cfg.Job, n.Slot)
 			return nil
-		},
+		}),
 	}
 }

@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"context"
 	"fmt"
 	"strings"
 
@@ -16,13 +17,7 @@ func (a *app) verifyCmd() *cobra.Command {
 		Use:   "verify",
 		Short: "Compare row counts and content hashes of every table on source and target",
 		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			ctx := cmd.Context()
-			sv, err := a.connect(ctx)
-			defer sv.close(ctx)
-			if err != nil {
-				return err
-			}
+		RunE: a.withServers(func(ctx context.Context, sv *servers) error {
 			cfg, src, tgt := sv.cfg, sv.src, sv.tgt
 
 			// The job's tables are those of its publication; before a
@@ -65,6 +60,6 @@ func (a *app) verifyCmd() *cobra.Command {
 			}
 			fmt.Fprintf(a.stdout, "all %d tables identical\n", len(results))
 			return nil
-		},
+		}),
 	}
 }
