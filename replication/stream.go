@@ -97,10 +97,6 @@ var errCaughtUp = errors.New("caught up")
 // standby status updates; another decodes and applies. Between them sits a
 // queue bounded by MaxInflightBytes.
 func Stream(ctx context.Context, conn *pgconn.PgConn, start pglogrepl.LSN, app Applier, opts StreamOptions) error {
-	log := opts.Logger
-	if log == nil {
-		log = slog.Default()
-	}
 	if opts.Stats == nil {
 		opts.Stats = &Stats{}
 	}
@@ -124,7 +120,6 @@ func Stream(ctx context.Context, conn *pgconn.PgConn, start pglogrepl.LSN, app A
 		conn:  conn,
 		app:   app,
 		opts:  opts,
-		log:   log,
 		pos:   pos,
 		start: start,
 		queue: make(chan walMessage, 1<<16),
@@ -150,7 +145,6 @@ type stream struct {
 	conn  *pgconn.PgConn
 	app   Applier
 	opts  StreamOptions
-	log   *slog.Logger
 	pos   *position.Positions
 	start pglogrepl.LSN
 
