@@ -240,3 +240,43 @@ CREATE TABLE ledger (id bigserial PRIMARY KEY, acct int, delta bigint);`, "")
 	e.catchUp()
 	e.mustVerify()
 }
+
+func TestBootstrapChecksTheSource(t *testing.T) {
+	e := newEnv(t, "CREATE TABLE a (id int PRIMARY KEY); GRANT ALL ON TABLE a TO PUBLIC;", "")
+	role := "plain_" + e.db
+	e.srcExec("DROP ROLE IF EXISTS " + role + "; CREATE ROLE " + role + " LOGIN")
+	t.Cleanup(func() {
+		admin := mustConnect(t, adminURL(sourcePort))
+		defer admin.Close(context.Background())
+		_, _ = admin.Exec(context.Background(), "DROP ROLE IF EXISTS "+role)
+	})
+
+	// A user without REPLICATION is told what to grant.
+	cfg, _ := os.ReadFile(e.cfgPath)
+	noRepl := filepath.Join(t.TempDir(), "norepl.toml")
+	os.WriteFile(noRepl, []byte(strings.Replace(string(cfg), "postgres://postgres@127.0.0.1:"+sourcePort, "postgres://"+role+"@127.0.0.1:"+sourcePort, 1)), 0o600)
+	r := runPgsync(t, time.Minute, "-c", noRepl, "bootstrap")
+	if r.code != 1 || !strings.Contains(r.stderr, "REPLICATION") {
+		t.Errorf("bootstrap as a user without REPLICATION: exit %d\n%s", r.code, r.stderr)
+	}
+
+	// Patterns that match nothing say so.
+	noMatch := filepath.Join(t.TempDir(), "nomatch.toml")
+	os.WriteFile(noMatch, []byte(strings.Replace(string(cfg), `"public.*"`, `"nosuch.*"`, 1)), 0o600)
+	r = runPgsync(t, time.Minute, "-c", noMatch, "bootstrap")
+	if r.code != 1 || !strings.Contains(r.stderr, "no source table matches job.tables nosuch.*") {
+		t.Errorf("bootstrap with no matching table: exit %d\n%s", r.code, r.stderr)
+	}
+
+	// Teardown refuses while pgsync run holds the slot.
+	e.mustPgsync("bootstrap")
+	bg := e.start("run")
+	eventually(t, 30*time.Second, "the slot to be active", func() bool {
+		return queryOne[bool](t, e.src, "SELECT coalesce(bool_or(active), false) FROM pg_replication_slots WHERE slot_name = $1", "pgsync_"+e.job)
+	})
+	r = e.pgsync("teardown")
+	if r.code != 1 || !strings.Contains(r.stderr, "stop pgsync run first") {
+		t.Errorf("teardown while running: exit %d\n%s", r.code, r.stderr)
+	}
+	bg.kill9(t)
+}
