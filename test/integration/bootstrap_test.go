@@ -115,13 +115,13 @@ func TestBootstrapTwiceTeardownAndForce(t *testing.T) {
 
 func TestBootstrapRecoversFromInterruptedRun(t *testing.T) {
 	e := newEnv(t, `CREATE TABLE big (id int PRIMARY KEY, pad text);
-INSERT INTO big SELECT g, repeat('p', 200) FROM generate_series(1, 400000) g;`, "[tuning]\nmax_parallel_copies = 1\n")
+INSERT INTO big SELECT g, repeat('p', 200) FROM generate_series(1, 800000) g;`, "[tuning]\nmax_parallel_copies = 1\n")
 	bg := e.start("bootstrap")
 	eventually(t, 60*time.Second, "the copy to start", func() bool {
 		return queryOne[int](t, e.tgt, "SELECT count(*) FROM pg_stat_activity WHERE query LIKE 'COPY%FROM STDIN%'") > 0
 	})
 	bg.kill9(t)
-	if n := queryOne[int](t, e.tgt, "SELECT count(*) FROM big"); n == 400000 {
+	if n := queryOne[int](t, e.tgt, "SELECT count(*) FROM big"); n == 800000 {
 		t.Fatal("the copy finished before the kill: the test did not exercise recovery")
 	}
 	state := queryOne[string](t, e.tgt, "SELECT state FROM pgsync.progress WHERE job = $1", e.job)
