@@ -90,7 +90,6 @@ type relation struct {
 type statement struct {
 	name string
 	sql  string
-	rel  *relation
 	// setCols are the new-tuple columns an UPDATE sets (those not sent as
 	// unchanged TOAST); their values come first, the identity values after.
 	setCols []int
@@ -315,7 +314,7 @@ func (a *Applier) bindRow(rel *relation, c *pgoutput.Change) (st *statement, fre
 	a.keyBuf = k
 	st = a.stmts[string(k)]
 	if st == nil {
-		st = &statement{rel: rel}
+		st = &statement{}
 		switch c.Op {
 		case pgoutput.MsgUpdate:
 			st.setCols = setColumns(&c.New)

@@ -57,8 +57,7 @@ func ReadProgress(ctx context.Context, conn *pgx.Conn, job string) (Progress, er
 		return p, ErrNoProgress
 	}
 	if err != nil {
-		var exists bool
-		if qerr := conn.QueryRow(ctx, `SELECT to_regclass('pgsync.progress') IS NOT NULL`).Scan(&exists); qerr == nil && !exists {
+		if exists, qerr := progressTableExists(ctx, conn); qerr == nil && !exists {
 			return p, ErrNoProgress
 		}
 		return p, fmt.Errorf("read pgsync.progress for job %s: %w", job, err)
@@ -83,26 +82,18 @@ ON CONFLICT (job) DO UPDATE SET state = excluded.state, lsn = excluded.lsn, upda
 
 // DeleteProgress removes the job's row; a missing table or row is fine.
 func DeleteProgress(ctx context.Context, conn *pgx.Conn, job string) error {
-	_, err := conn.Exec(ctx, `DO $$ BEGIN
-  IF to_regclass('pgsync.progress') IS NOT NULL THEN
-    DELETE FROM pgsync.progress WHERE job = `+quoteLiteral(job)+`;
-  END IF;
-END $$`)
+	exists, err := progressTableExists(ctx, conn)
+	if err == nil && exists {
+		_, err = conn.Exec(ctx, `DELETE FROM pgsync.progress WHERE job = $1`, job)
+	}
 	if err != nil {
 		return fmt.Errorf("delete progress of job %s: %w", job, err)
 	}
 	return nil
 }
 
-// quoteLiteral quotes s as a SQL string literal. Job names are validated
-// identifiers; quoting keeps that assumption out of this function.
-func quoteLiteral(s string) string {
-	out := []byte{'\''}
-	for i := 0; i < len(s); i++ {
-		if s[i] == '\'' {
-			out = append(out, '\'')
-		}
-		out = append(out, s[i])
-	}
-	return string(append(out, '\''))
+func progressTableExists(ctx context.Context, conn *pgx.Conn) (bool, error) {
+	var exists bool
+	err := conn.QueryRow(ctx, `SELECT to_regclass('pgsync.progress') IS NOT NULL`).Scan(&exists)
+	return exists, err
 }

@@ -129,7 +129,7 @@ func (a *Applier) runStatement() (st *statement, fresh bool) {
 	if st = a.stmts[string(k)]; st != nil {
 		return st, false
 	}
-	st = &statement{rel: r.rel}
+	st = &statement{}
 	switch r.op {
 	case pgoutput.MsgInsert:
 		st.sql = insertSQL(r.rel, r.rows)

@@ -15,21 +15,7 @@ import (
 func insertSQL(rel *relation, rows int) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "INSERT INTO %s (%s) VALUES ", rel.ident, strings.Join(rel.cols, ", "))
-	p := 1
-	for r := 0; r < rows; r++ {
-		if r > 0 {
-			b.WriteString(", ")
-		}
-		b.WriteString("(")
-		for i := range rel.cols {
-			if i > 0 {
-				b.WriteString(", ")
-			}
-			fmt.Fprintf(&b, "$%d", p)
-			p++
-		}
-		b.WriteString(")")
-	}
+	writeParamRows(&b, rows, len(rel.cols), true, nil)
 	return b.String()
 }
 
@@ -97,21 +83,7 @@ func updateRunSQL(rel *relation, setCols []int, rows int) string {
 	}
 	b.WriteString(" FROM (VALUES ")
 	cols := append(append([]int(nil), setCols...), rel.keys...)
-	p := 1
-	for r := 0; r < rows; r++ {
-		if r > 0 {
-			b.WriteString(", ")
-		}
-		b.WriteString("(")
-		for n, i := range cols {
-			if n > 0 {
-				b.WriteString(", ")
-			}
-			fmt.Fprintf(&b, "$%d::%s", p, rel.types[i])
-			p++
-		}
-		b.WriteString(")")
-	}
+	writeParamRows(&b, rows, len(cols), true, func(n int) string { return "::" + rel.types[cols[n]] })
 	b.WriteString(") AS v(")
 	for n := range cols {
 		if n > 0 {
@@ -150,27 +122,37 @@ func deleteRunSQL(rel *relation, rows int) string {
 		b.WriteString(")")
 	}
 	b.WriteString(" IN (")
+	writeParamRows(&b, rows, len(rel.keys), multi, nil)
+	b.WriteString(")")
+	return b.String()
+}
+
+// writeParamRows writes rows comma-separated groups of width parameters,
+// numbered from $1: "($1, $2), ($3, $4)", or "$1, $2" unparenthesised.
+// cast, when set, gives the suffix of the n-th parameter of a row.
+func writeParamRows(b *strings.Builder, rows, width int, paren bool, cast func(n int) string) {
 	p := 1
 	for r := 0; r < rows; r++ {
 		if r > 0 {
 			b.WriteString(", ")
 		}
-		if multi {
+		if paren {
 			b.WriteString("(")
 		}
-		for n := range rel.keys {
+		for n := 0; n < width; n++ {
 			if n > 0 {
 				b.WriteString(", ")
 			}
-			fmt.Fprintf(&b, "$%d", p)
+			fmt.Fprintf(b, "$%d", p)
+			if cast != nil {
+				b.WriteString(cast(n))
+			}
 			p++
 		}
-		if multi {
+		if paren {
 			b.WriteString(")")
 		}
 	}
-	b.WriteString(")")
-	return b.String()
 }
 
 // truncateSQL returns the TRUNCATE of rels with the source's options.

@@ -43,9 +43,10 @@ func apply(cfg *pgconn.Config) {
 		cfg.ConnectTimeout = DefaultConnectTimeout
 	}
 	for k, v := range sessionParams {
-		if _, set := cfg.RuntimeParams[k]; !set || k != "application_name" {
-			cfg.RuntimeParams[k] = v
+		if _, set := cfg.RuntimeParams[k]; set && k == "application_name" {
+			continue // the operator's name for the connection wins
 		}
+		cfg.RuntimeParams[k] = v
 	}
 }
 

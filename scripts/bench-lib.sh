@@ -81,6 +81,22 @@ sample_proc() {
   done
 }
 
+# sampled_run NAME CMD...: runs CMD with stdout in $RESULTS/NAME.out and
+# stderr in $RESULTS/NAME.log, samples it into $RESULTS/NAME-rss.csv, and
+# sets run_secs, run_rss_avg, run_rss_peak (MB) and run_cpu (%).
+sampled_run() {
+  local name=$1; shift
+  local t0 t1 pid
+  t0=$(now)
+  "$@" >"$RESULTS/$name.out" 2>"$RESULTS/$name.log" &
+  pid=$!
+  sample_proc "$pid" "$RESULTS/$name-rss.csv" &
+  wait "$pid"
+  t1=$(now)
+  run_secs=$(elapsed "$t0" "$t1")
+  read -r run_rss_avg run_rss_peak run_cpu < <(rss_stats "$RESULTS/$name-rss.csv")
+}
+
 # rss_stats CSV: prints "avg_mb peak_mb avg_cpu" of a sample file.
 rss_stats() {
   awk -F, 'NR > 1 { n++; s += $2; if ($2 > p) p = $2; if ($3 != "") { c += $3; m++ } }

@@ -29,15 +29,9 @@ write_config "$cfg" bench bench bench
 settle bench
 
 echo "bench: pgsync bootstrap"
-t0=$(now)
-"$PGSYNC" -c "$cfg" bootstrap >"$RESULTS/$tag-bootstrap.out" 2>"$RESULTS/$tag-bootstrap.log" &
-pid=$!
-sample_proc "$pid" "$RESULTS/$tag-bootstrap-rss.csv" &
-wait "$pid"
-t1=$(now)
-snap_secs=$(elapsed "$t0" "$t1")
+sampled_run "$tag-bootstrap" "$PGSYNC" -c "$cfg" bootstrap
+snap_secs=$run_secs snap_rss_avg=$run_rss_avg snap_rss_peak=$run_rss_peak snap_cpu=$run_cpu
 copy_bytes=$(sed -n 's/.*msg="bootstrap done".* bytes=\([0-9]*\).*/\1/p' "$RESULTS/$tag-bootstrap.log")
-read -r snap_rss_avg snap_rss_peak snap_cpu < <(rss_stats "$RESULTS/$tag-bootstrap-rss.csv")
 settle bench
 
 echo "bench: plain COPY pipe, two tables in parallel"

@@ -19,16 +19,10 @@ write_config "$cfg" bigtxn bigtxn bigtxn
 echo "bigtxn-bench: one transaction of $BIG_ROWS rows"
 psql_src bigtxn -c "INSERT INTO bench_a SELECT g, 'customer-' || g, g % 1000, g / 7.0, now(), repeat(md5(g::text), 2) FROM generate_series(1, $BIG_ROWS) g"
 settle bigtxn
-t0=$(now)
-"$PGSYNC" -c "$cfg" run --until-caught-up --log-every 1s 2>"$RESULTS/bigtxn-pgsync.log" &
-pid=$!
-sample_proc "$pid" "$RESULTS/bigtxn-rss.csv" &
-wait "$pid"
-t1=$(now)
-secs=$(elapsed "$t0" "$t1")
-read -r rss_avg rss_peak cpu_avg < <(rss_stats "$RESULTS/bigtxn-rss.csv")
+sampled_run bigtxn-pgsync "$PGSYNC" -c "$cfg" run --until-caught-up --log-every 1s
+secs=$run_secs rss_avg=$run_rss_avg rss_peak=$run_rss_peak cpu_avg=$run_cpu
 if "$PGSYNC" -c "$cfg" verify >"$RESULTS/bigtxn-verify.txt"; then match=true; else match=false; fi
-go run "$root/scripts/plot" -rss "$RESULTS/bigtxn-rss.csv" -log "$RESULTS/bigtxn-pgsync.log" \
+go run "$root/scripts/plot" -rss "$RESULTS/bigtxn-pgsync-rss.csv" -log "$RESULTS/bigtxn-pgsync.log" \
   -title "pgsync run: one transaction of $BIG_ROWS rows" -o "$RESULTS/bigtxn.svg"
 cat >"$RESULTS/bigtxn.json" <<JSON
 {

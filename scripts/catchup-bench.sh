@@ -38,15 +38,10 @@ echo "catchup-bench: $committed transactions, $wal_bytes bytes of WAL"
 
 settle catchup
 echo "catchup-bench: pgsync run --until-caught-up"
-t0=$(now)
-"$PGSYNC" -c "$cfg" run --until-caught-up --log-every 1s ${PGSYNC_RUN_FLAGS:-} 2>"$RESULTS/catchup-pgsync.log" &
-pid=$!
-sample_proc "$pid" "$RESULTS/catchup-rss.csv" &
-wait "$pid"
-t1=$(now)
+# shellcheck disable=SC2086 # PGSYNC_RUN_FLAGS holds several flags
+sampled_run catchup-pgsync "$PGSYNC" -c "$cfg" run --until-caught-up --log-every 1s ${PGSYNC_RUN_FLAGS:-}
 sleep 1
-pg_secs=$(elapsed "$t0" "$t1")
-read -r rss_avg rss_peak cpu_avg < <(rss_stats "$RESULTS/catchup-rss.csv")
+pg_secs=$run_secs rss_avg=$run_rss_avg rss_peak=$run_rss_peak cpu_avg=$run_cpu
 rows_applied=$(sed -n 's/.*msg=stopped.* rows=\([0-9]*\).*/\1/p' "$RESULTS/catchup-pgsync.log" | tail -1)
 txns_applied=$(sed -n 's/.*msg=stopped.* txns=\([0-9]*\).*/\1/p' "$RESULTS/catchup-pgsync.log" | tail -1)
 if "$PGSYNC" -c "$cfg" verify >"$RESULTS/catchup-verify.txt"; then pg_match=true; else pg_match=false; fi
@@ -73,7 +68,7 @@ t1=$(now)
 decode_secs=$(elapsed "$t0" "$t1")
 psql_src catchup -c "SELECT pg_drop_replication_slot('decode_probe')" >/dev/null
 
-go run "$root/scripts/plot" -rss "$RESULTS/catchup-rss.csv" -log "$RESULTS/catchup-pgsync.log" \
+go run "$root/scripts/plot" -rss "$RESULTS/catchup-pgsync-rss.csv" -log "$RESULTS/catchup-pgsync.log" \
   -title "pgsync catch-up: $committed transactions backlog" -o "$RESULTS/catchup.svg"
 
 cat >"$RESULTS/catchup.json" <<JSON
