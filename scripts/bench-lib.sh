@@ -91,10 +91,21 @@ sampled_run() {
   "$@" >"$RESULTS/$name.out" 2>"$RESULTS/$name.log" &
   pid=$!
   sample_proc "$pid" "$RESULTS/$name-rss.csv" &
-  wait "$pid"
+  wait_exit "$pid" "${RUN_LIMIT:-1800}"
   t1=$(now)
   run_secs=$(elapsed "$t0" "$t1")
   read -r run_rss_avg run_rss_peak run_cpu < <(rss_stats "$RESULTS/$name-rss.csv")
+}
+
+# wait_exit PID SECONDS: waits for PID (a child of this shell) and returns
+# its status; after SECONDS it is killed and the wait fails.
+wait_exit() {
+  local pid=$1 limit=$2 watchdog rc=0
+  ( sleep "$limit"; echo "bench: process $pid still running after ${limit}s, killed" >&2; kill -9 "$pid" ) 2>/dev/null &
+  watchdog=$!
+  wait "$pid" || rc=$?
+  pkill -P "$watchdog" 2>/dev/null; kill "$watchdog" 2>/dev/null || true
+  return $rc
 }
 
 # rss_stats CSV: prints "avg_mb peak_mb avg_cpu" of a sample file.

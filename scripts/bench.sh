@@ -69,8 +69,8 @@ wait_for 600 "pgsync to drain" lsn_ge_slot pgsync_bench "$head"
 drained=$(now)
 drain_secs=$(elapsed "$stop" "$drained")
 kill -TERM "$pid"
-wait "$pid" || true
-wait "$sampler" || true
+wait_exit "$pid" 60 || true
+wait_exit "$sampler" 60 || true
 txns=$(sed -n 's/.*msg=stopped.* txns=\([0-9]*\).*/\1/p' "$RESULTS/$tag-cdc-pgsync.log" | tail -1)
 rows=$(sed -n 's/.*msg=stopped.* rows=\([0-9]*\).*/\1/p' "$RESULTS/$tag-cdc-pgsync.log" | tail -1)
 read -r cdc_rss_avg cdc_rss_peak cdc_cpu < <(rss_stats "$RESULTS/$tag-cdc-rss.csv")

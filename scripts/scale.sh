@@ -48,7 +48,7 @@ SQL
     wait_for 300 "job $i to drain" lsn_ge_slot "pgsync_scale$i" "$head"
   done
   kill -TERM "${pids[@]}"
-  for p in "${pids[@]}"; do wait "$p" || true; done
+  for p in "${pids[@]}"; do wait_exit "$p" 60 || true; done
   sleep 1
   consistent=0
   for i in $(seq 1 "$n"); do
