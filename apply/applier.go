@@ -100,8 +100,9 @@ type pendingKind byte
 const (
 	pendingRows pendingKind = iota
 	pendingPrepare
-	pendingControl // BEGIN, COMMIT, TRUNCATE
+	pendingControl // BEGIN, TRUNCATE
 	pendingProgress
+	pendingCommit
 )
 
 // pending is a statement whose result has not been read yet.
@@ -437,8 +438,17 @@ func (a *Applier) commit(ctx context.Context) error {
 	a.startPipeline(ctx)
 	a.pipeline.SendQueryParams(progressSQL, [][]byte{[]byte(a.opts.Job), []byte(a.groupEnd.String())}, nil, nil, nil)
 	a.pending = append(a.pending, pending{kind: pendingProgress, expect: 1, lsn: a.groupEnd})
+	// Every result of the group, the progress row included, is read and
+	// checked before COMMIT is sent: a statement that matched no row does
+	// not raise an error on the server, so a COMMIT queued behind it would
+	// make the divergence durable and move the resume point past it. The
+	// cost is one round trip per target commit, not per source transaction.
+	if err := a.drain(ctx); err != nil {
+		return err
+	}
+	a.startPipeline(ctx)
 	a.pipeline.SendQueryParams("COMMIT", nil, nil, nil, nil)
-	a.pending = append(a.pending, pending{kind: pendingControl, lsn: a.groupEnd})
+	a.pending = append(a.pending, pending{kind: pendingCommit, lsn: a.groupEnd})
 	if err := a.drain(ctx); err != nil {
 		return err
 	}

@@ -102,8 +102,14 @@ func (a *Applier) readBatch(ctx context.Context) error {
 			case *pgconn.ResultReader:
 				var tag pgconn.CommandTag
 				tag, err = r.Close()
-				if err == nil && pd.expect > 0 && tag.RowsAffected() != int64(pd.expect) {
+				switch {
+				case err != nil:
+				case pd.expect > 0 && tag.RowsAffected() != int64(pd.expect):
 					err = errNoRow
+				case pd.kind == pendingCommit && tag.String() != "COMMIT":
+					// The server answers COMMIT of an aborted transaction
+					// with ROLLBACK and no error.
+					err = fmt.Errorf("the target rolled the transaction back (%s)", tag)
 				}
 			case *pgconn.StatementDescription:
 			default:
