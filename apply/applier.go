@@ -404,29 +404,32 @@ func (a *Applier) Truncate(ctx context.Context, t pgoutput.Truncate) error {
 
 // Commit ends a source transaction. When more is true (further source
 // transactions are already waiting) and the group is under its limits, the
-// target transaction stays open for them; otherwise it commits with the
-// progress row at c.EndLSN. committed reports which happened. A run may
-// continue into the next source transaction of the group: both commit in
-// the same target transaction or not at all.
-func (a *Applier) Commit(ctx context.Context, c pgoutput.Commit, more bool) (committed bool, err error) {
+// target transaction stays open for them and durable is 0; otherwise it
+// commits with the progress row at c.EndLSN, which it returns as durable.
+// A run may continue into the next source transaction of the group: both
+// commit in the same target transaction or not at all.
+func (a *Applier) Commit(ctx context.Context, c pgoutput.Commit, more bool) (durable pglogrepl.LSN, err error) {
 	a.groupEnd = c.EndLSN
 	if more && a.groupBytes < a.opts.MaxBatchBytes && time.Since(a.groupStart) < maxGroupAge {
-		return false, nil
+		return 0, nil
 	}
-	return true, a.commit(ctx)
+	if err := a.commit(ctx); err != nil {
+		return 0, err
+	}
+	return c.EndLSN, nil
 }
 
-// Flush commits the open group of source transactions, if any.
-func (a *Applier) Flush(ctx context.Context) (committed bool, err error) {
+// Flush commits the open group of source transactions, if any, and returns
+// the end of its last transaction, now durable (0 when there was none).
+func (a *Applier) Flush(ctx context.Context) (durable pglogrepl.LSN, err error) {
 	if !a.inTarget {
-		return false, nil
+		return 0, nil
 	}
-	return true, a.commit(ctx)
+	if err := a.commit(ctx); err != nil {
+		return 0, err
+	}
+	return a.groupEnd, nil
 }
-
-// GroupEnd returns the end LSN of the last source transaction in the group
-// that the last commit made durable.
-func (a *Applier) GroupEnd() pglogrepl.LSN { return a.groupEnd }
 
 func (a *Applier) commit(ctx context.Context) error {
 	if !a.inTarget {

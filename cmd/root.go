@@ -42,6 +42,7 @@ func failf(code int, format string, args ...any) error {
 }
 
 type app struct {
+	commandRan bool // cobra parsed the command line and called a command
 	configPath string
 	stdout     io.Writer
 	stderr     io.Writer
@@ -58,6 +59,8 @@ func Execute(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
+	// Errors from before this hook are usage errors (see below).
+	root.PersistentPreRun = func(*cobra.Command, []string) { a.commandRan = true }
 	root.PersistentFlags().StringVarP(&a.configPath, "config", "c", "pgsync.toml", "configuration file")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &exitError{code: ExitUsage, err: err} })
 	root.AddCommand(a.bootstrapCmd(), a.runCmd(), a.statusCmd(), a.verifyCmd(), a.teardownCmd(), a.versionCmd())
@@ -76,7 +79,9 @@ func Execute(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		code = ee.code
 	case errors.As(err, &ce):
 		code = ExitUsage
-	case strings.HasPrefix(err.Error(), "unknown command") || strings.HasPrefix(err.Error(), "unknown flag") || strings.Contains(err.Error(), "accepts"):
+	case !a.commandRan:
+		// cobra failed before any command ran: an unknown command or
+		// flag, or arguments a command does not accept.
 		code = ExitUsage
 	}
 	fmt.Fprintf(stderr, "pgsync: %s\n", oneLine(err.Error()))
@@ -138,7 +143,7 @@ func (a *app) connect(ctx context.Context) (*servers, error) {
 }
 
 func names(cfg *config.Config) replication.Names {
-	return replication.Names{Slot: cfg.SlotName(), Publication: cfg.SlotName()}
+	return replication.Names{Job: cfg.Job, Slot: cfg.SlotName(), Publication: cfg.SlotName()}
 }
 
 func isTerminal(w io.Writer) bool {

@@ -2,6 +2,8 @@ package cmd
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"os"
 	"runtime"
 	"runtime/pprof"
@@ -56,13 +58,14 @@ func (a *app) runCmd() *cobra.Command {
 				ProgressEvery: logEvery,
 			}
 			applyOpts := apply.Options{Job: cfg.Job, MaxBatchRows: cfg.Tuning.MaxBatchRows, MaxBatchBytes: cfg.Tuning.MaxBatchBytes}
-			return replication.Run(cmd.Context(), opts, func(ctx context.Context) (replication.Target, error) {
+			err = replication.Run(cmd.Context(), opts, func(ctx context.Context) (replication.Target, error) {
 				conn, err := pgconnect.Connect(ctx, "target", cfg.TargetURL)
 				if err != nil {
 					return nil, err
 				}
 				return apply.New(conn, applyOpts), nil
 			})
+			return withSlotRemedy(err)
 		},
 	}
 	c.Flags().BoolVar(&untilCaughtUp, "until-caught-up", false, "exit 0 once every transaction committed on the source before the start is applied and acknowledged")
@@ -70,4 +73,15 @@ func (a *app) runCmd() *cobra.Command {
 	_ = c.Flags().MarkHidden("cpuprofile")
 	c.Flags().DurationVar(&logEvery, "log-every", 10*time.Second, "period of the progress log line while applying")
 	return c
+}
+
+// withSlotRemedy adds to a slot error what the operator can do about it.
+func withSlotRemedy(err error) error {
+	switch {
+	case errors.Is(err, replication.ErrSlotInvalidated), errors.Is(err, replication.ErrSlotMissing):
+		return fmt.Errorf("%w; the job cannot resume: start over with pgsync bootstrap --force", err)
+	case errors.Is(err, replication.ErrSlotActive):
+		return fmt.Errorf("%w; stop the other pgsync run of this job first", err)
+	}
+	return err
 }

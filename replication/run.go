@@ -118,6 +118,9 @@ func runSession(ctx context.Context, opts RunOptions, openTarget func(context.Co
 		defer cancel()
 		_ = conn.Close(cctx)
 	}()
+	if err := awaitSlot(ctx, conn, opts.Names, attempt > 0); err != nil {
+		return err
+	}
 	*streamed = true
 	if attempt == 0 {
 		opts.Logger.Info("started", "slot", opts.Slot, "from_lsn", start.String())
@@ -168,24 +171,30 @@ func logProgress(ctx context.Context, log *slog.Logger, st *Stats, every time.Du
 	return func() { close(done) }
 }
 
-// Transient reports whether err comes from a lost or refused connection, so
-// that a new session may succeed; errors of the data (a missing column, a
-// diverged row) are permanent.
+// Transient reports whether err may go away in a new session: a lost or
+// refused connection, a server shutting down or starting up, and a
+// serialization failure or deadlock on the target (the group is rolled
+// back and applied again). Errors of the data (a missing column, a
+// diverged row, a constraint of the target) and of the slot are permanent.
 func Transient(err error) bool {
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) {
 		switch {
-		case strings.HasPrefix(pgErr.Code, "08"), // connection exception
-			pgErr.Code == "57P01", pgErr.Code == "57P02", pgErr.Code == "57P03", // shutdown, crash, cannot connect now
-			pgErr.Code == "55006", // slot still active for the previous walsender
-			pgErr.Code == "53300": // too many connections
+		case strings.HasPrefix(pgErr.Code, "08"): // connection_exception
+			return true
+		}
+		switch pgErr.Code {
+		case "57P01", "57P02", "57P03", // admin_shutdown, crash_shutdown, cannot_connect_now
+			"53300",          // too_many_connections
+			"40001", "40P01": // serialization_failure, deadlock_detected
 			return true
 		}
 		return false
 	}
 	var netErr net.Error
 	var connectErr *pgconn.ConnectError
-	return errors.As(err, &netErr) || errors.As(err, &connectErr) || errors.Is(err, io.EOF) ||
-		errors.Is(err, io.ErrUnexpectedEOF) || pgconn.SafeToRetry(err) || pgconn.Timeout(err) ||
-		strings.Contains(err.Error(), "conn closed") || strings.Contains(err.Error(), "server ended the stream")
+	return errors.As(err, &netErr) || errors.As(err, &connectErr) ||
+		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		errors.Is(err, pgconn.ErrConnClosed) || errors.Is(err, ErrStreamEnded) ||
+		pgconn.SafeToRetry(err) || pgconn.Timeout(err)
 }

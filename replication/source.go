@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/jackc/pglogrepl"
 	"github.com/jackc/pgx/v5"
@@ -72,6 +73,7 @@ func CheckReplicaIdentity(tables []catalog.Table) error {
 
 // Names holds the source-side names of a job.
 type Names struct {
+	Job         string
 	Slot        string // pgsync_<job>
 	Publication string // pgsync_<job>
 }
@@ -141,8 +143,72 @@ func Exists(ctx context.Context, conn *pgx.Conn, n Names) (slot, publication boo
 	return slot, publication, nil
 }
 
-// ErrSlotActive is returned by Drop when a pgsync run still streams from the slot.
-var ErrSlotActive = errors.New("slot is in use")
+// Slot errors, worded for the operator by the commands that meet them.
+var (
+	// ErrSlotActive: another process (a walsender serving another pgsync
+	// run) streams from the job's slot.
+	ErrSlotActive = errors.New("slot is in use")
+	// ErrSlotMissing: the job's slot does not exist on the source.
+	ErrSlotMissing = errors.New("slot does not exist")
+	// ErrSlotInvalidated: the source removed WAL the slot still needed
+	// (max_slot_wal_keep_size); the job must start over.
+	ErrSlotInvalidated = errors.New("slot is invalidated")
+)
+
+// slotReleaseWait bounds how long a reconnecting session waits for the
+// walsender of its previous connection to release the slot.
+const slotReleaseWait = 60 * time.Second
+
+// awaitSlot checks, on the replication connection before streaming, that
+// the job's slot exists, is usable and is not in use. At the first start an
+// active slot is an error at once: another pgsync runs the job. When
+// reconnecting, the walsender of the lost connection may still hold it for
+// a while; awaitSlot waits for it up to slotReleaseWait.
+func awaitSlot(ctx context.Context, conn *pgconn.PgConn, n Names, reconnecting bool) error {
+	sql := "SELECT coalesce(active_pid, 0)::text, coalesce(wal_status, '') FROM pg_replication_slots WHERE slot_name = " + quoteLiteral(n.Slot)
+	deadline := time.Now().Add(slotReleaseWait)
+	for {
+		rows, err := conn.Exec(ctx, sql).ReadAll()
+		if err != nil {
+			return fmt.Errorf("look up slot %s: %w", n.Slot, err)
+		}
+		if len(rows) != 1 || len(rows[0].Rows) != 1 {
+			return fmt.Errorf("slot %s of job %s: %w", n.Slot, n.Job, ErrSlotMissing)
+		}
+		row := rows[0].Rows[0]
+		pid, walStatus := string(row[0]), string(row[1])
+		if walStatus == "lost" {
+			return fmt.Errorf("slot %s of job %s: %w: the source removed WAL it still needed (max_slot_wal_keep_size)", n.Slot, n.Job, ErrSlotInvalidated)
+		}
+		if pid == "0" {
+			return nil
+		}
+		if !reconnecting || time.Now().After(deadline) {
+			return fmt.Errorf("job %s: %w: walsender PID %s on the source streams from slot %s", n.Job, ErrSlotActive, pid, n.Slot)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+}
+
+// slotError describes a failed START_REPLICATION by its SQLSTATE.
+func slotError(n Names, start pglogrepl.LSN, err error) error {
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		switch pgErr.Code {
+		case "55006": // object_in_use: taken between awaitSlot and now
+			return fmt.Errorf("job %s: %w: %s", n.Job, ErrSlotActive, pgErr.Message)
+		case "42704": // undefined_object
+			return fmt.Errorf("slot %s of job %s: %w", n.Slot, n.Job, ErrSlotMissing)
+		}
+	}
+	return fmt.Errorf("start replication on slot %s at %s: %w", n.Slot, start, err)
+}
+
+func quoteLiteral(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
 
 // Drop removes the job's slot and publication; missing ones are fine.
 func Drop(ctx context.Context, conn *pgx.Conn, n Names) error {

@@ -1,0 +1,161 @@
+package replication
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/jackc/pglogrepl"
+	"golang.org/x/sync/semaphore"
+
+	"github.com/pgsync/pgsync/pgoutput"
+	"github.com/pgsync/pgsync/position"
+)
+
+// dispatcher is the applier goroutine: it takes messages from the queue in
+// order, decodes them and hands them to the Applier, and moves the applied
+// position when the Applier says a commit is durable.
+type dispatcher struct {
+	app    Applier
+	pos    *position.Positions
+	stats  *Stats
+	resume pglogrepl.LSN // transactions committed before it were applied earlier
+
+	queue       chan walMessage
+	sem         *semaphore.Weighted
+	maxInflight int64
+	stop        <-chan struct{} // closed by the reader: finish up
+
+	change   pgoutput.Change // reused for every row change
+	skipping bool            // inside a transaction applied earlier
+	inTxn    bool            // between a Begin and its Commit
+}
+
+// run is the dispatcher's loop. ctx bounds every round trip to the target.
+func (d *dispatcher) run(ctx context.Context) error {
+	// Queue space goes back to the reader in slices of releaseEvery bytes,
+	// so that a reader waiting on a full queue wakes once per slice, not
+	// once per message.
+	releaseEvery := max(d.maxInflight/8, 1)
+	var unreleased int64
+	for {
+		var m walMessage
+		select {
+		case <-d.stop:
+			return d.shutdown(ctx)
+		case m = <-d.queue:
+		default:
+			// Nothing waiting: hand back all space before blocking.
+			if unreleased > 0 {
+				d.sem.Release(unreleased)
+				unreleased = 0
+			}
+			select {
+			case m = <-d.queue:
+			case <-d.stop:
+				return d.shutdown(ctx)
+			}
+		}
+		err := d.handle(ctx, m.data)
+		unreleased += m.weight
+		if unreleased >= releaseEvery {
+			d.sem.Release(unreleased)
+			unreleased = 0
+		}
+		if err != nil {
+			return err
+		}
+	}
+}
+
+// shutdown commits the open group when it ends on a transaction boundary;
+// a half-applied source transaction is rolled back by the Applier's Close.
+func (d *dispatcher) shutdown(ctx context.Context) error {
+	if d.inTxn {
+		return nil
+	}
+	fctx, cancel := context.WithTimeout(ctx, shutdownGrace)
+	defer cancel()
+	durable, err := d.app.Flush(fctx)
+	if err != nil {
+		return err
+	}
+	d.pos.AdvanceApplied(durable)
+	return nil
+}
+
+// handle applies one pgoutput message. Any byte sequence is either applied
+// or refused with an error; none moves a position by itself.
+func (d *dispatcher) handle(ctx context.Context, msg []byte) error {
+	if len(msg) == 0 {
+		return fmt.Errorf("empty pgoutput message")
+	}
+	switch msg[0] {
+	case pgoutput.MsgBegin:
+		b, err := pgoutput.DecodeBegin(msg)
+		if err != nil {
+			return err
+		}
+		if d.inTxn {
+			return fmt.Errorf("pgoutput Begin of the transaction committing at %s inside another transaction", b.FinalLSN)
+		}
+		d.inTxn = true
+		if appliedBefore(b.FinalLSN, d.resume) {
+			d.skipping = true
+			return nil
+		}
+		return d.app.Begin(ctx, b)
+	case pgoutput.MsgCommit:
+		c, err := pgoutput.DecodeCommit(msg)
+		if err != nil {
+			return err
+		}
+		if !d.inTxn {
+			return fmt.Errorf("pgoutput Commit at %s outside a transaction", c.CommitLSN)
+		}
+		d.inTxn = false
+		if d.skipping {
+			d.skipping = false
+			return nil
+		}
+		durable, err := d.app.Commit(ctx, c, len(d.queue) > 0)
+		if err != nil {
+			return err
+		}
+		d.stats.Txns.Add(1)
+		d.pos.AdvanceApplied(durable)
+		return nil
+	case pgoutput.MsgRelation:
+		r, err := pgoutput.DecodeRelation(msg)
+		if err != nil {
+			return err
+		}
+		return d.app.Relation(ctx, r)
+	case pgoutput.MsgInsert, pgoutput.MsgUpdate, pgoutput.MsgDelete:
+		if !d.inTxn {
+			return fmt.Errorf("pgoutput %q change outside a transaction", msg[0])
+		}
+		if d.skipping {
+			return nil
+		}
+		if err := pgoutput.DecodeChange(msg, &d.change); err != nil {
+			return err
+		}
+		d.stats.Rows.Add(1)
+		return d.app.Change(ctx, &d.change)
+	case pgoutput.MsgTruncate:
+		if !d.inTxn {
+			return fmt.Errorf("pgoutput Truncate outside a transaction")
+		}
+		if d.skipping {
+			return nil
+		}
+		t, err := pgoutput.DecodeTruncate(msg)
+		if err != nil {
+			return err
+		}
+		return d.app.Truncate(ctx, t)
+	case pgoutput.MsgType, pgoutput.MsgOrigin, pgoutput.MsgMessage:
+		return nil
+	}
+	return fmt.Errorf("unknown pgoutput message type %q", msg[0])
+}

@@ -1,0 +1,58 @@
+package replication
+
+import (
+	"testing"
+
+	"github.com/jackc/pglogrepl"
+)
+
+func TestFeedbackDecide(t *testing.T) {
+	tests := []struct {
+		name     string
+		in       feedback
+		wantAt   pglogrepl.LSN
+		wantSend bool
+	}{
+		{"idle, nothing new", feedback{applied: 100, reported: 100, drained: true}, 100, false},
+		{"applied moved", feedback{applied: 200, reported: 100}, 200, true},
+		{"applied moved while more is queued", feedback{applied: 200, reported: 100, drained: false}, 200, true},
+		{"never backwards", feedback{applied: 50, reported: 100}, 100, false},
+		{"never backwards even when asked", feedback{applied: 50, reported: 100, mustSend: true}, 100, true},
+		{"server asked, position unchanged", feedback{applied: 100, reported: 100, mustSend: true}, 100, true},
+		{"keepalive past the applied position, drained", feedback{applied: 100, reported: 100, serverEnd: 500, drained: true}, 500, true},
+		{"keepalive past the applied position, work in flight", feedback{applied: 100, reported: 100, serverEnd: 500}, 100, false},
+		{"keepalive in flight, server asked", feedback{applied: 100, reported: 100, serverEnd: 500, mustSend: true}, 100, true},
+		{"keepalive in flight, applied moved", feedback{applied: 300, reported: 100, serverEnd: 500}, 300, true},
+		{"keepalive behind the reported position", feedback{applied: 100, reported: 400, serverEnd: 300, drained: true}, 400, false},
+		{"keepalive equal to the applied position", feedback{applied: 500, reported: 100, serverEnd: 500, drained: true}, 500, true},
+		{"waiting reader keeps alive", feedback{applied: 100, reported: 100, mustSend: true}, 100, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			at, send := tt.in.decide()
+			if at != tt.wantAt || send != tt.wantSend {
+				t.Errorf("decide(%+v) = (%s, %t), want (%s, %t)", tt.in, at, send, tt.wantAt, tt.wantSend)
+			}
+		})
+	}
+}
+
+func TestAppliedBefore(t *testing.T) {
+	tests := []struct {
+		commit, resume pglogrepl.LSN
+		want           bool
+	}{
+		{commit: 0x100, resume: 0x200, want: true},   // an older commit
+		{commit: 0x1F0, resume: 0x200, want: true},   // the last applied commit: it ends at resume
+		{commit: 0x200, resume: 0x200, want: false},  // the first commit after the resume point
+		{commit: 0x300, resume: 0x200, want: false},  // a later one
+		{commit: 0x100, resume: 0, want: false},      // no resume point: nothing applied
+		{commit: 0, resume: 0, want: false},          // degenerate, still not skipped
+		{commit: 0x16B3748, resume: 0x16B3778, want: true},
+	}
+	for _, tt := range tests {
+		if got := appliedBefore(tt.commit, tt.resume); got != tt.want {
+			t.Errorf("appliedBefore(%s, %s) = %t, want %t", tt.commit, tt.resume, got, tt.want)
+		}
+	}
+}

@@ -1,0 +1,217 @@
+package replication
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pglogrepl"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgproto3"
+	"golang.org/x/sync/semaphore"
+
+	"github.com/pgsync/pgsync/pgoutput"
+	"github.com/pgsync/pgsync/position"
+)
+
+// ErrStreamEnded is returned when the walsender ends the COPY stream.
+var ErrStreamEnded = errors.New("the source ended the replication stream")
+
+// reader is the goroutine that owns the replication connection: it
+// receives WAL data, queues it for the dispatcher and sends every standby
+// status update. Every wait of the reader keeps the walsender informed, so
+// that a slow target never makes the source drop the connection.
+type reader struct {
+	conn   *pgconn.PgConn
+	slot   string
+	pos    *position.Positions
+	stats  *Stats
+	stopAt pglogrepl.LSN
+
+	queue       chan walMessage
+	sem         *semaphore.Weighted
+	maxInflight int64
+
+	arena       []byte
+	inTxn       bool // a Begin was queued without its Commit
+	deadlineSet time.Time
+}
+
+// read is the reader's loop; it returns when ctx ends, StopAt is
+// acknowledged or the connection fails.
+func (r *reader) read(ctx context.Context) error {
+	for {
+		if err := r.readOne(ctx); err != nil {
+			return err
+		}
+	}
+}
+
+func (r *reader) readOne(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	// A read deadline on the socket, renewed at most every half period,
+	// costs far less per message than a context with a deadline.
+	if now := time.Now(); now.Sub(r.deadlineSet) > readTimeout/2 {
+		if err := r.conn.Conn().SetReadDeadline(now.Add(readTimeout)); err != nil {
+			return fmt.Errorf("receive from slot %s: %w", r.slot, err)
+		}
+		r.deadlineSet = now
+	}
+	// While the applier has plenty queued (1024 messages are milliseconds of
+	// work), let data gather in the socket, so that the reader does not wake
+	// up for every segment the walsender sends: on a machine the servers
+	// share, that CPU goes back to them (docs/benchmarks.md, catch-up).
+	if len(r.queue) >= lazyReadQueued {
+		time.Sleep(lazyReadPause)
+	}
+	msg, err := r.conn.ReceiveMessage(context.Background())
+	if err != nil {
+		if pgconn.Timeout(err) && ctx.Err() == nil {
+			return r.afterMessage()
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		return fmt.Errorf("receive from slot %s: %w", r.slot, err)
+	}
+	switch m := msg.(type) {
+	case *pgproto3.CopyData:
+		if len(m.Data) == 0 {
+			return fmt.Errorf("receive from slot %s: empty CopyData", r.slot)
+		}
+		switch m.Data[0] {
+		case pglogrepl.PrimaryKeepaliveMessageByteID:
+			ka, err := pglogrepl.ParsePrimaryKeepaliveMessage(m.Data[1:])
+			if err != nil {
+				return fmt.Errorf("keepalive from slot %s: %w", r.slot, err)
+			}
+			r.stats.ServerEnd.Store(uint64(ka.ServerWALEnd))
+			if err := r.report(ka.ServerWALEnd, ka.ReplyRequested); err != nil {
+				return err
+			}
+		case pglogrepl.XLogDataByteID:
+			xld, err := pglogrepl.ParseXLogData(m.Data[1:])
+			if err != nil {
+				return fmt.Errorf("xlogdata from slot %s: %w", r.slot, err)
+			}
+			r.stats.ServerEnd.Store(uint64(xld.ServerWALEnd))
+			if err := r.enqueue(ctx, xld.WALData); err != nil {
+				return err
+			}
+		}
+	case *pgproto3.ErrorResponse:
+		return fmt.Errorf("slot %s: %w", r.slot, pgconn.ErrorResponseToPgError(m))
+	case *pgproto3.CopyDone:
+		return fmt.Errorf("slot %s: %w", r.slot, ErrStreamEnded)
+	}
+	return r.afterMessage()
+}
+
+// afterMessage reports a changed applied position and checks StopAt.
+func (r *reader) afterMessage() error {
+	if err := r.report(0, false); err != nil {
+		return err
+	}
+	if r.stopAt != 0 && r.pos.Reported() >= r.stopAt {
+		return errCaughtUp
+	}
+	return nil
+}
+
+// enqueue copies data out of the connection's buffer (it is reused by the
+// next receive) into an arena chunk and queues it, waiting while the queue
+// is full by bytes or by count.
+func (r *reader) enqueue(ctx context.Context, data []byte) error {
+	if len(data) == 0 {
+		return nil
+	}
+	n := len(data)
+	weight := min(int64(n), r.maxInflight) // one huge value still passes, alone
+	if !r.sem.TryAcquire(weight) {
+		err := r.waitAlive(ctx, func(wctx context.Context) error { return r.sem.Acquire(wctx, weight) })
+		if err != nil {
+			return err
+		}
+	}
+	if len(r.arena) < n {
+		r.arena = make([]byte, max(arenaChunk, n))
+	}
+	buf := r.arena[:n:n]
+	r.arena = r.arena[n:]
+	copy(buf, data)
+	switch buf[0] {
+	case pgoutput.MsgBegin:
+		r.inTxn = true
+	case pgoutput.MsgCommit:
+		r.inTxn = false
+		c, err := pgoutput.DecodeCommit(buf)
+		if err != nil {
+			return fmt.Errorf("commit message from slot %s: %w", r.slot, err)
+		}
+		r.pos.AdvanceReceived(c.EndLSN)
+	}
+	m := walMessage{data: buf, weight: weight}
+	select {
+	case r.queue <- m:
+		return nil
+	default:
+	}
+	return r.waitAlive(ctx, func(wctx context.Context) error {
+		select {
+		case r.queue <- m:
+			return nil
+		case <-wctx.Done():
+			return wctx.Err()
+		}
+	})
+}
+
+// waitAlive calls wait with contexts of keepAliveEvery until it succeeds,
+// sending a status update between attempts: while the applier is slow the
+// reader reads nothing, and the walsender would otherwise end the
+// connection after wal_sender_timeout.
+func (r *reader) waitAlive(ctx context.Context, wait func(context.Context) error) error {
+	for {
+		wctx, cancel := context.WithTimeout(ctx, keepAliveEvery)
+		err := wait(wctx)
+		cancel()
+		if err == nil {
+			return nil
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if err := r.report(0, true); err != nil {
+			return err
+		}
+	}
+}
+
+// report sends a standby status update when the feedback decision says
+// so. serverEnd is a keepalive's WAL end (0 otherwise); mustSend forces an
+// update even without a new position.
+func (r *reader) report(serverEnd pglogrepl.LSN, mustSend bool) error {
+	at, send := feedback{
+		applied:   r.pos.Applied(),
+		reported:  r.pos.Reported(),
+		serverEnd: serverEnd,
+		drained:   !r.inTxn && len(r.queue) == 0 && r.pos.Idle(),
+		mustSend:  mustSend,
+	}.decide()
+	if !send {
+		return nil
+	}
+	err := pglogrepl.SendStandbyStatusUpdate(context.Background(), r.conn, pglogrepl.StandbyStatusUpdate{
+		WALWritePosition: at,
+		WALFlushPosition: at,
+		WALApplyPosition: at,
+	})
+	if err != nil {
+		return fmt.Errorf("send feedback to slot %s at %s: %w", r.slot, at, err)
+	}
+	r.pos.AdvanceReported(at)
+	return nil
+}
