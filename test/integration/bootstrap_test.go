@@ -227,10 +227,23 @@ CREATE TABLE ledger (id bigserial PRIMARY KEY, acct int, delta bigint);`, "")
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	writer := startTransfers(ctx, t, e.srcURL)
+	// Let transfers accumulate so that the snapshot has ledger rows to agree with.
+	eventually(t, 30*time.Second, "transfers on the source", func() bool {
+		return queryOne[int](t, e.src, "SELECT count(*) FROM ledger") > 200
+	})
 	e.mustPgsync("bootstrap")
-	// The copy is one point in time: the money adds up on the target.
-	if sum := queryOne[int64](t, e.tgt, "SELECT sum(balance) FROM acct"); sum != 50000*1000 {
-		t.Errorf("target balance sum = %d, want %d: the tables were not copied under one snapshot", sum, 50000*1000)
+	// The copy is one point in time across both tables: each transfer
+	// updates two accounts and logs both moves in ledger in one
+	// transaction, so every account's balance is its opening balance plus
+	// its ledger rows. Copies of acct and ledger taken at different moments
+	// break this for the accounts moved in between.
+	if n := queryOne[int](t, e.tgt, "SELECT count(*) FROM ledger"); n <= 200 {
+		t.Fatalf("the copy holds %d ledger rows, want more than 200", n)
+	}
+	if bad := queryOne[int](t, e.tgt, `SELECT count(*) FROM acct a
+LEFT JOIN (SELECT acct, sum(delta) AS moved FROM ledger GROUP BY acct) l ON l.acct = a.id
+WHERE a.balance <> 1000 + coalesce(l.moved, 0)`); bad != 0 {
+		t.Errorf("%d accounts on the target disagree with their ledger rows: acct and ledger were not copied under one snapshot", bad)
 	}
 	time.Sleep(time.Second)
 	cancel()

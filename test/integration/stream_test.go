@@ -277,9 +277,19 @@ func TestStatusJSON(t *testing.T) {
 	}
 	e.catchUp()
 	r = e.mustPgsync("status", "--json")
-	json.Unmarshal([]byte(r.stdout), &st)
-	if st["applied_lsn"] == "" || st["confirmed_flush_lsn"] == "" {
-		t.Errorf("status after run: %s", r.stdout)
+	st = nil
+	if err := json.Unmarshal([]byte(r.stdout), &st); err != nil {
+		t.Fatalf("status --json after run: %v\n%s", err, r.stdout)
+	}
+	if applied, _ := st["applied_lsn"].(string); applied == "" {
+		t.Errorf("status after run has no applied_lsn: %s", r.stdout)
+	}
+	if confirmed, _ := st["confirmed_flush_lsn"].(string); confirmed == "" {
+		t.Errorf("status after run has no confirmed_flush_lsn: %s", r.stdout)
+	}
+	// Caught up: only WAL written since (checkpoints, autovacuum) may lag.
+	if lag, _ := st["lag_bytes"].(float64); lag >= 64<<10 {
+		t.Errorf("lag_bytes = %v after catching up with an idle source, want under 64 KiB: %s", st["lag_bytes"], r.stdout)
 	}
 	r = e.mustPgsync("status")
 	if !strings.Contains(r.stdout, "applied_lsn:") || !strings.Contains(r.stdout, "lag_bytes:") {
