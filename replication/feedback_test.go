@@ -42,12 +42,12 @@ func TestAppliedBefore(t *testing.T) {
 		commit, resume pglogrepl.LSN
 		want           bool
 	}{
-		{commit: 0x100, resume: 0x200, want: true},   // an older commit
-		{commit: 0x1F0, resume: 0x200, want: true},   // the last applied commit: it ends at resume
-		{commit: 0x200, resume: 0x200, want: false},  // the first commit after the resume point
-		{commit: 0x300, resume: 0x200, want: false},  // a later one
-		{commit: 0x100, resume: 0, want: false},      // no resume point: nothing applied
-		{commit: 0, resume: 0, want: false},          // degenerate, still not skipped
+		{commit: 0x100, resume: 0x200, want: true},  // an older commit
+		{commit: 0x1F0, resume: 0x200, want: true},  // the last applied commit: it ends at resume
+		{commit: 0x200, resume: 0x200, want: false}, // the first commit after the resume point
+		{commit: 0x300, resume: 0x200, want: false}, // a later one
+		{commit: 0x100, resume: 0, want: false},     // no resume point: nothing applied
+		{commit: 0, resume: 0, want: false},         // degenerate, still not skipped
 		{commit: 0x16B3748, resume: 0x16B3778, want: true},
 	}
 	for _, tt := range tests {
