@@ -1,6 +1,10 @@
 package replication
 
-import "github.com/jackc/pglogrepl"
+import (
+	"time"
+
+	"github.com/jackc/pglogrepl"
+)
 
 // feedback is what the reader knows when it may send a standby status
 // update. The decision is a pure function so that every case of it has a
@@ -19,6 +23,8 @@ type feedback struct {
 	// has been waiting for the applier and must show the walsender that it
 	// is alive.
 	mustSend bool
+	// quiet is the time since the last status update.
+	quiet time.Duration
 }
 
 // decide returns the position to acknowledge and whether to send a status
@@ -26,13 +32,16 @@ type feedback struct {
 // target holds durably: WAL up to a keepalive's end may be acknowledged
 // only when nothing received is still waiting to be applied, because then
 // everything the publication needed from that WAL is on the target.
-// Without a new position, nothing is sent unless it must be.
+// Without a new position, nothing is sent unless it must be, or unless the
+// reader is behind and has been quiet for keepAliveEvery: then it may be
+// slow to read the walsender's own ping, which waits behind the data.
+// An idle reader (drained) answers pings and sends nothing else.
 func (f feedback) decide() (at pglogrepl.LSN, send bool) {
 	at = max(f.applied, f.reported)
 	if f.drained && f.serverEnd > at {
 		return f.serverEnd, true
 	}
-	return at, at > f.reported || f.mustSend
+	return at, at > f.reported || f.mustSend || !f.drained && f.quiet >= keepAliveEvery
 }
 
 // appliedBefore is the skip rule after a restart: a source transaction

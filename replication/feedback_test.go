@@ -2,6 +2,7 @@ package replication
 
 import (
 	"testing"
+	"time"
 
 	"github.com/jackc/pglogrepl"
 )
@@ -26,6 +27,9 @@ func TestFeedbackDecide(t *testing.T) {
 		{"keepalive behind the reported position", feedback{applied: 100, reported: 400, serverEnd: 300, drained: true}, 400, false},
 		{"keepalive equal to the applied position", feedback{applied: 500, reported: 100, serverEnd: 500, drained: true}, 500, true},
 		{"waiting reader keeps alive", feedback{applied: 100, reported: 100, mustSend: true}, 100, true},
+		{"behind and quiet for the keepalive period", feedback{applied: 100, reported: 100, quiet: keepAliveEvery}, 100, true},
+		{"behind, recently reported", feedback{applied: 100, reported: 100, quiet: keepAliveEvery - time.Millisecond}, 100, false},
+		{"idle and quiet for long: the walsender pings", feedback{applied: 100, reported: 100, drained: true, quiet: time.Hour}, 100, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -36,6 +36,7 @@ type reader struct {
 	arena       []byte
 	inTxn       bool // a Begin was queued without its Commit
 	deadlineSet time.Time
+	lastSent    time.Time // of the last status update
 }
 
 // read is the reader's loop; it returns when ctx ends, StopAt is
@@ -200,6 +201,7 @@ func (r *reader) report(serverEnd pglogrepl.LSN, mustSend bool) error {
 		serverEnd: serverEnd,
 		drained:   !r.inTxn && len(r.queue) == 0 && r.pos.Idle(),
 		mustSend:  mustSend,
+		quiet:     time.Since(r.lastSent),
 	}.decide()
 	if !send {
 		return nil
@@ -213,5 +215,6 @@ func (r *reader) report(serverEnd pglogrepl.LSN, mustSend bool) error {
 		return fmt.Errorf("send feedback to slot %s at %s: %w", r.slot, at, err)
 	}
 	r.pos.AdvanceReported(at)
+	r.lastSent = time.Now()
 	return nil
 }

@@ -349,11 +349,12 @@ func (e *env) catchUp() result {
 	return e.mustPgsync("run", "--until-caught-up")
 }
 
-// localPGRestart restarts one of the test clusters with pg_ctl.
-func localPGRestart(cluster string) ([]byte, error) {
+// localPGRestart restarts one of the test clusters with pg_ctl in mode
+// (fast or immediate).
+func localPGRestart(cluster, mode string) ([]byte, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	script := fmt.Sprintf(`set -e; d=%s/%s; b=$(ls -d /usr/lib/postgresql/*/bin | tail -1); if [ "$(id -u)" = 0 ]; then runuser -u postgres -- $b/pg_ctl -D $d -m fast -w -t 60 restart -l %s/%s.log; else $b/pg_ctl -D $d -m fast -w -t 60 restart -l %s/%s.log; fi`,
-		pgDir, cluster, pgDir, cluster, pgDir, cluster)
+	script := fmt.Sprintf(`set -e; d=%s/%s; b=$(ls -d /usr/lib/postgresql/*/bin | tail -1); if [ "$(id -u)" = 0 ]; then runuser -u postgres -- $b/pg_ctl -D $d -m %s -w -t 60 restart -l %s/%s.log; else $b/pg_ctl -D $d -m %s -w -t 60 restart -l %s/%s.log; fi`,
+		pgDir, cluster, mode, pgDir, cluster, mode, pgDir, cluster)
 	return exec.CommandContext(ctx, "bash", "-c", script).CombinedOutput()
 }

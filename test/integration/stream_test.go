@@ -189,7 +189,7 @@ CREATE TABLE ledger (id bigserial PRIMARY KEY, acct int, delta bigint);`, "")
 	defer cancel()
 	w := startTransfers(ctx, t, e.srcURL)
 	time.Sleep(time.Second)
-	if out, err := localPGRestart(cluster); err != nil {
+	if out, err := localPGRestart(cluster, "fast"); err != nil {
 		t.Fatalf("restart %s: %v\n%s", cluster, err, out)
 	}
 	if cluster == "source" {
