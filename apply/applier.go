@@ -2,9 +2,11 @@ package apply
 
 import (
 	"context"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"hash/maphash"
+	"slices"
 	"strconv"
 	"time"
 
@@ -56,6 +58,7 @@ type Applier struct {
 	stmtSeq   int
 	keyBuf    []byte
 	params    [][]byte
+	formats   []int16
 	run       rowRun
 	hash      maphash.Hash
 
@@ -261,14 +264,51 @@ func (a *Applier) Change(ctx context.Context, c *pgoutput.Change) error {
 		return err
 	}
 	st, fresh, params, n := a.bindRow(rel, c)
+	formats, err := a.byteaFormats(rel, st, params)
+	if err != nil {
+		return a.fail(ctx, err)
+	}
 	a.startPipeline(ctx)
 	if fresh {
 		a.pipeline.SendPrepare(st.name, st.sql, nil)
 		a.pending = append(a.pending, pending{kind: pendingPrepare, op: c.Op, rel: rel, lsn: a.sourceLSN})
 	}
-	a.pipeline.SendQueryPrepared(st.name, params, nil, nil)
+	a.pipeline.SendQueryPrepared(st.name, params, formats, nil)
+	clear(params) // the statement's bytes are the only copy left
 	a.pending = append(a.pending, pending{kind: pendingRows, op: c.Op, expect: 1, rel: rel, lsn: a.sourceLSN})
 	return a.queued(ctx, 1, n)
+}
+
+// largeValue is the size from which a bytea value is sent in binary.
+const largeValue = 64 << 10
+
+// byteaFormats turns large bytea values among the set values from their
+// hex text into raw bytes, in place in the message buffer, and returns the
+// parameter formats that say so (nil when none is): half the bytes to send
+// and no second buffer. Identity columns are left alone, since their bytes
+// may be shared with the identity parameters.
+func (a *Applier) byteaFormats(rel *relation, st *statement, params [][]byte) ([]int16, error) {
+	var formats []int16
+	for n, i := range st.setCols {
+		v := params[n]
+		if len(v) < largeValue || rel.types[i] != "bytea" || v[0] != '\\' || v[1] != 'x' || slices.Contains(rel.keys, i) {
+			continue
+		}
+		m, err := hex.Decode(v[:(len(v)-2)/2], v[2:])
+		if err != nil {
+			return nil, fmt.Errorf("%s at %s: bytea value of column %s: %w", rel.src, a.sourceLSN, rel.src.Columns[i].Name, err)
+		}
+		params[n] = v[:m]
+		if formats == nil {
+			formats = a.formats[:0]
+			for range params {
+				formats = append(formats, 0)
+			}
+			a.formats = formats
+		}
+		formats[n] = 1
+	}
+	return formats, nil
 }
 
 // checkValues refuses rows pgsync cannot express: an INSERT with an
@@ -317,6 +357,9 @@ func (a *Applier) bindRow(rel *relation, c *pgoutput.Change) (st *statement, fre
 	if st == nil {
 		st = &statement{}
 		switch c.Op {
+		case pgoutput.MsgInsert:
+			st.setCols = setColumns(&c.New)
+			st.sql = insertSQL(rel, 1)
 		case pgoutput.MsgUpdate:
 			st.setCols = setColumns(&c.New)
 			st.sql = updateSQL(rel, st.setCols)
@@ -331,10 +374,12 @@ func (a *Applier) bindRow(rel *relation, c *pgoutput.Change) (st *statement, fre
 		params = append(params, c.New.Values[i])
 		n += int64(len(c.New.Values[i]))
 	}
-	key := identityTuple(c)
-	for _, i := range rel.keys {
-		params = append(params, key.Values[i])
-		n += int64(len(key.Values[i]))
+	if c.Op != pgoutput.MsgInsert {
+		key := identityTuple(c)
+		for _, i := range rel.keys {
+			params = append(params, key.Values[i])
+			n += int64(len(key.Values[i]))
+		}
 	}
 	a.params = params
 	return st, fresh, params, n

@@ -29,13 +29,24 @@ type rowRun struct {
 	maskBuf []byte
 }
 
+// largeChange is the message size above which a change is not gathered
+// into a run.
+const largeChange = 64 << 10
+
 // maxRunRows bounds a run; the protocol's 65535 parameters bound it too.
 const maxRunRows = 64
 
 // runnable reports whether the change can be part of a run: INSERTs, and
 // UPDATEs and DELETEs that find their row by key. An UPDATE that changes
 // the key and a REPLICA IDENTITY FULL match go one row at a time.
+//
+// A change of more than largeChange bytes goes alone too, and at once: the
+// statement then holds the only copy of its values (the message may be
+// freed as soon as Change returns), and its bytea values go in binary.
 func runnable(rel *relation, c *pgoutput.Change) bool {
+	if c.Size > largeChange {
+		return false
+	}
 	switch c.Op {
 	case pgoutput.MsgInsert:
 		return true

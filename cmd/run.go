@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"runtime/debug"
 	"runtime/pprof"
 	"time"
 
@@ -35,6 +36,14 @@ func (a *app) runCmd() *cobra.Command {
 			// (docs/benchmarks.md). GOMAXPROCS in the environment wins.
 			if os.Getenv("GOMAXPROCS") == "" {
 				runtime.GOMAXPROCS(1)
+			}
+			// What run holds is bounded by max_inflight_bytes, except a
+			// single large value, which is held while it is applied. A soft
+			// limit makes the garbage collector free the previous large
+			// buffer before the heap doubles (docs/reliability.md, large
+			// values). GOMEMLIMIT in the environment wins.
+			if os.Getenv("GOMEMLIMIT") == "" {
+				debug.SetMemoryLimit(memoryLimit(cfg.Tuning.MaxInflightBytes))
 			}
 			if cpuProfile != "" {
 				f, err := os.Create(cpuProfile)
@@ -84,4 +93,10 @@ func withSlotRemedy(err error) error {
 		return fmt.Errorf("%w; stop the other pgsync run of this job first", err)
 	}
 	return err
+}
+
+// memoryLimit is run's soft memory limit: room for the queue twice over
+// (the reader's chunks and the applier's statements) plus the runtime.
+func memoryLimit(maxInflightBytes int64) int64 {
+	return 64<<20 + 2*maxInflightBytes
 }

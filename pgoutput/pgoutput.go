@@ -90,6 +90,15 @@ type Change struct {
 	OldKind byte
 	Old     Tuple
 	New     Tuple
+	// Size is the length of the message the change was decoded from.
+	Size int
+}
+
+// Release drops the change's references into its message, so that a large
+// message buffer can be freed before the next change is decoded.
+func (c *Change) Release() {
+	clear(c.Old.Values[:cap(c.Old.Values)])
+	clear(c.New.Values[:cap(c.New.Values)])
 }
 
 // Truncate lists the relations truncated by one statement.
@@ -244,6 +253,7 @@ func DecodeRelation(msg []byte) (*Relation, error) {
 // c's tuples. Values point into msg.
 func DecodeChange(msg []byte, c *Change) error {
 	c.Op = msg[0]
+	c.Size = len(msg)
 	c.OldKind = 0
 	c.Old.Kinds, c.Old.Values = c.Old.Kinds[:0], c.Old.Values[:0]
 	r := reader{b: msg[1:]}

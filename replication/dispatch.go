@@ -3,6 +3,7 @@ package replication
 import (
 	"context"
 	"fmt"
+	"runtime"
 
 	"github.com/jackc/pglogrepl"
 	"golang.org/x/sync/semaphore"
@@ -10,6 +11,10 @@ import (
 	"github.com/pgsync/pgsync/pgoutput"
 	"github.com/pgsync/pgsync/position"
 )
+
+// collectAfter is the message size after which the dispatcher runs the
+// garbage collector (docs/reliability.md, large values).
+const collectAfter = 8 << 20
 
 // dispatcher is the applier goroutine: it takes messages from the queue in
 // order, decodes them and hands them to the Applier, and moves the applied
@@ -56,6 +61,16 @@ func (d *dispatcher) run(ctx context.Context) error {
 			}
 		}
 		err := d.handle(ctx, m.data)
+		if m.done != nil {
+			d.change.Release()
+			if len(m.data) >= collectAfter {
+				// The statement that carried the value is sent: collect
+				// it now, before the reader allocates for the next large
+				// message, so that two are never resident at once.
+				runtime.GC()
+			}
+			close(m.done)
+		}
 		unreleased += m.weight
 		if unreleased >= releaseEvery {
 			d.sem.Release(unreleased)

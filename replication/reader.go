@@ -124,7 +124,8 @@ func (r *reader) afterMessage() error {
 
 // enqueue copies data out of the connection's buffer (it is reused by the
 // next receive) into an arena chunk and queues it, waiting while the queue
-// is full by bytes or by count.
+// is full by bytes or by count. A message larger than a chunk is queued
+// without a copy, and enqueue returns once the dispatcher is done with it.
 func (r *reader) enqueue(ctx context.Context, data []byte) error {
 	if len(data) == 0 {
 		return nil
@@ -137,32 +138,52 @@ func (r *reader) enqueue(ctx context.Context, data []byte) error {
 			return err
 		}
 	}
-	if len(r.arena) < n {
-		r.arena = make([]byte, max(arenaChunk, n))
+	m := walMessage{weight: weight}
+	if n > arenaChunk {
+		// A large message is not copied: the dispatcher applies it from
+		// the connection's buffer while the reader waits (below), so a
+		// large value is held once, not twice.
+		m.data, m.done = data, make(chan struct{})
+	} else {
+		if len(r.arena) < n {
+			r.arena = make([]byte, arenaChunk)
+		}
+		m.data = r.arena[:n:n]
+		r.arena = r.arena[n:]
+		copy(m.data, data)
 	}
-	buf := r.arena[:n:n]
-	r.arena = r.arena[n:]
-	copy(buf, data)
-	switch buf[0] {
+	switch m.data[0] {
 	case pgoutput.MsgBegin:
 		r.inTxn = true
 	case pgoutput.MsgCommit:
 		r.inTxn = false
-		c, err := pgoutput.DecodeCommit(buf)
+		c, err := pgoutput.DecodeCommit(m.data)
 		if err != nil {
 			return fmt.Errorf("commit message from slot %s: %w", r.slot, err)
 		}
 		r.pos.AdvanceReceived(c.EndLSN)
 	}
-	m := walMessage{data: buf, weight: weight}
 	select {
 	case r.queue <- m:
-		return nil
 	default:
+		err := r.waitAlive(ctx, func(wctx context.Context) error {
+			select {
+			case r.queue <- m:
+				return nil
+			case <-wctx.Done():
+				return wctx.Err()
+			}
+		})
+		if err != nil {
+			return err
+		}
+	}
+	if m.done == nil {
+		return nil
 	}
 	return r.waitAlive(ctx, func(wctx context.Context) error {
 		select {
-		case r.queue <- m:
+		case <-m.done:
 			return nil
 		case <-wctx.Done():
 			return wctx.Err()

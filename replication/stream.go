@@ -82,11 +82,13 @@ const (
 	queueMessages  = 1 << 16
 )
 
-// walMessage is one pgoutput message copied out of the connection's buffer,
-// with the queue bytes it holds.
+// walMessage is one pgoutput message, with the queue bytes it holds.
 type walMessage struct {
 	data   []byte
 	weight int64
+	// done, when set, is closed by the dispatcher once nothing refers to
+	// data any more: data is the connection's own buffer.
+	done chan struct{}
 }
 
 // errCaughtUp ends a stream that reached StopAt.

@@ -330,3 +330,36 @@ END $$`)
 	e.catchUp()
 	e.mustVerify()
 }
+
+// TestRunLargeValues applies values above the sizes where pgsync changes
+// how it carries them (a message larger than a reader chunk is applied from
+// the connection's buffer; a bytea over 64 KiB goes to the target in
+// binary): inserts, updates of the large value and of another column, a
+// large bytea in a REPLICA IDENTITY FULL row, and an unchanged TOAST value beside a changed
+// large one.
+func TestRunLargeValues(t *testing.T) {
+	e := newEnv(t, `CREATE TABLE lv (id int PRIMARY KEY, b bytea, t text, n int);
+CREATE TABLE lk (k bytea, v text); ALTER TABLE lk REPLICA IDENTITY FULL;`, "")
+	e.mustPgsync("bootstrap")
+	bg := e.start("run")
+	e.srcExec(`INSERT INTO lv SELECT g, decode(string_agg(md5(g::text || i::text), ''), 'hex'), NULL, 0
+FROM generate_series(1, 3) g, generate_series(1, 40000) i GROUP BY g`) // 640 KB bytea each
+	e.srcExec(`INSERT INTO lv SELECT 10, '\x', string_agg(md5(i::text), ''), 0 FROM generate_series(1, 20000) i`) // 640 KB text
+	e.srcExec(`UPDATE lv SET b = b || '\xdeadbeef'::bytea, n = n + 1 WHERE id = 1`)
+	e.srcExec(`UPDATE lv SET n = n + 1 WHERE id = 2`) // b unchanged TOAST
+	e.srcExec(`UPDATE lv SET t = t || 'more', n = 5 WHERE id = 10`)
+	e.srcExec(`UPDATE lv SET b = NULL WHERE id = 3`)
+	e.srcExec(`INSERT INTO lk SELECT decode(string_agg(md5(i::text), ''), 'hex'), 'big key' FROM generate_series(1, 10000) i`) // 160 KB, identity FULL
+	e.srcExec(`UPDATE lk SET v = 'changed'`)
+	e.srcExec(`UPDATE lk SET k = k || '\x00'::bytea, v = 'new key'`)
+	e.srcExec(`DELETE FROM lv WHERE id = 2`)
+	eventually(t, 60*time.Second, "the changes to arrive", func() bool {
+		return queryOne[int](t, e.tgt, "SELECT count(*) FROM lk WHERE v = 'new key'") == 1 &&
+			queryOne[int](t, e.tgt, "SELECT count(*) FROM lv") == 3
+	})
+	sigtermWithin(t, bg, 10*time.Second)
+	e.mustVerify()
+	if got := queryOne[string](t, e.tgt, "SELECT md5(b) FROM lv WHERE id = 1"); got != queryOne[string](t, e.src, "SELECT md5(b) FROM lv WHERE id = 1") {
+		t.Errorf("the large bytea of row 1 differs after its update")
+	}
+}
