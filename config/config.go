@@ -237,7 +237,7 @@ func parseSize(s string, min int64) (int64, error) {
 // Redact returns a PostgreSQL url or keyword/value string with any password
 // replaced, so that it can be printed.
 func Redact(conn string) string {
-	if u, err := url.Parse(conn); err == nil && u.Scheme != "" {
+	if u, err := url.Parse(conn); err == nil && (u.Scheme == "postgres" || u.Scheme == "postgresql") && u.Opaque == "" {
 		if _, has := u.User.Password(); has {
 			u.User = url.UserPassword(u.User.Username(), "xxxxx")
 		}
@@ -248,8 +248,9 @@ func Redact(conn string) string {
 		}
 		return u.String()
 	}
-	if strings.Contains(conn, "://") {
-		// Unparseable url: do not risk echoing a password.
+	if strings.Contains(conn, "://") || strings.Contains(conn, "@") {
+		// Unparseable url, or user:password@host without a scheme: do not
+		// risk echoing a password.
 		return "(unparseable url)"
 	}
 	return kvPassword.ReplaceAllString(conn, "password=xxxxx")

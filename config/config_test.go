@@ -1,6 +1,7 @@
 package config
 
 import (
+	"errors"
 	"strings"
 	"testing"
 )
@@ -119,4 +120,46 @@ func TestRedact(t *testing.T) {
 			t.Errorf("Redact(%q) = %q, want %q", in, got, want)
 		}
 	}
+}
+
+// FuzzParse feeds arbitrary text to the configuration parser: it returns a
+// valid configuration or a one-line *Error, never panics, and never
+// repeats a password from the urls.
+func FuzzParse(f *testing.F) {
+	f.Add(`[source]
+url = "postgres://u:s3cretpw@127.0.0.1:5432/db"
+[target]
+url = "postgres://u:s3cretpw@127.0.0.1:5433/db"
+[job]
+name = "j"
+tables = ["public.*"]
+[tuning]
+max_inflight_bytes = "16MiB"
+max_batch_bytes = "4MiB"
+max_batch_rows = 500`)
+	f.Add("[job]\nname = \"Bad-Name\"\ntables = []")
+	f.Add("[tuning]\nmax_inflight_bytes = \"-1\"")
+	f.Add("[[source]]\nurl = 1")
+	f.Add("[source]\nurl = \"host=127.0.0.1 password=s3cretpw port=x\"")
+	f.Add("[source]\nurl = \"postgres://u:s3cretpw@[::1\"\n[job]\nname=\"x\"\ntables=[\"a.b\"]")
+	f.Fuzz(func(t *testing.T, text string) {
+		cfg, err := Parse("fuzz.toml", text, func(string) string { return "" })
+		if err != nil {
+			var ce *Error
+			if !errors.As(err, &ce) {
+				t.Fatalf("error of type %T: %v", err, err)
+			}
+			asPassword := strings.Contains(text, ":s3cretpw@") || strings.Contains(text, "password=s3cretpw")
+			if asPassword && strings.Contains(err.Error(), "s3cretpw") {
+				t.Fatalf("error repeats the password: %v", err)
+			}
+			return
+		}
+		if cfg.Job == "" || len(cfg.Tables) == 0 || cfg.SourceURL == "" || cfg.TargetURL == "" {
+			t.Fatalf("accepted an incomplete configuration: %+v", cfg)
+		}
+		if cfg.Tuning.MaxBatchBytes > cfg.Tuning.MaxInflightBytes || cfg.Tuning.MaxInflightBytes <= 0 {
+			t.Fatalf("accepted inconsistent sizes: %+v", cfg.Tuning)
+		}
+	})
 }
