@@ -25,6 +25,9 @@ type jobStatus struct {
 	SourceWALLSN      string `json:"source_wal_lsn"`
 	LagBytes          *int64 `json:"lag_bytes"`
 	RetainedWALBytes  *int64 `json:"retained_wal_bytes"`
+	// Problem says what stops the job from streaming and what to do, when
+	// something does.
+	Problem string `json:"problem,omitempty"`
 }
 
 func (a *app) statusCmd() *cobra.Command {
@@ -62,6 +65,7 @@ func (a *app) statusCmd() *cobra.Command {
 				lag := max(int64(slot.CurrentWALLSN)-int64(applied), 0)
 				st.LagBytes = &lag
 			}
+			st.Problem = slotProblem(st)
 			if asJSON {
 				enc := json.NewEncoder(a.stdout)
 				enc.SetIndent("", "  ")
@@ -78,9 +82,26 @@ func (a *app) statusCmd() *cobra.Command {
 			if st.RetainedWALBytes != nil {
 				fmt.Fprintf(a.stdout, "retained_wal_bytes:  %d\n", *st.RetainedWALBytes)
 			}
+			if st.Problem != "" {
+				fmt.Fprintf(a.stdout, "problem:             %s\n", st.Problem)
+			}
 			return nil
 		}),
 	}
 	c.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	return c
+}
+
+// slotProblem describes a bootstrapped job whose slot cannot stream.
+func slotProblem(st jobStatus) string {
+	if st.State == "not bootstrapped" {
+		return ""
+	}
+	switch {
+	case !st.SlotExists:
+		return withSlotRemedy(fmt.Errorf("slot %s of job %s: %w", st.Slot, st.Job, replication.ErrSlotMissing)).Error()
+	case st.WALStatus == "lost":
+		return withSlotRemedy(fmt.Errorf("slot %s of job %s: %w", st.Slot, st.Job, replication.ErrSlotInvalidated)).Error()
+	}
+	return ""
 }
