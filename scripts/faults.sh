@@ -68,13 +68,16 @@ stop_load() {
   touch "$RESULTS/faults-stop-load"
   pkill -f "pgbench -n -h 127.0.0.1 -p $SRC_PORT" 2>/dev/null || true
   wait_exit "$load_pid" 30 || true
+  load_pid=""
   rm -f "$RESULTS/faults-stop-load"
 }
 
 pgsync() { "$PGSYNC" -c "$cfg" "$@"; }
 # verify_ok WHAT: the target equals the source after catching up.
 verify_ok() {
-  local rc=0
+  local rc=0 resume=""
+  # The source must be quiet for the comparison: pause the load.
+  if [ -n "$load_pid" ]; then stop_load; resume=yes; fi
   timeout 300 "$PGSYNC" -c "$cfg" run --until-caught-up >>"$LOG" 2>&1 || rc=$?
   [ $rc -eq 0 ] || fail "$1: run --until-caught-up exit $rc"
   pgsync verify >"$RESULTS/faults-verify.txt" 2>&1 || { cat "$RESULTS/faults-verify.txt" | tee -a "$LOG"; fail "$1: verify found a difference"; }
@@ -83,6 +86,7 @@ verify_ok() {
   te=$(val_tgt $DB "SELECT count(*) || '/' || coalesce(sum(n), 0) FROM events")
   [ "$se" = "$te" ] || fail "$1: events (no key) source $se, target $te"
   note "$1: verify identical (events rows/sum $te)"
+  if [ -n "$resume" ]; then start_load; fi
 }
 progress_lsn() { val_tgt $DB "SELECT lsn FROM pgsync.progress WHERE job = 'faults'"; }
 slot_confirmed() { val_src $DB "SELECT confirmed_flush_lsn FROM pg_replication_slots WHERE slot_name = 'pgsync_faults'"; }
@@ -189,8 +193,8 @@ kill -TERM "$run_pid"
 rc=0; wait_exit "$run_pid" 30 || rc=$?
 [ $rc -eq 0 ] || fail "run after SIGTERM: exit $rc"
 grep -c "reconnected" "$RESULTS/faults-run.log" | xargs -I{} echo "faults: the streaming run reconnected {} times" | tee -a "$LOG"
-stop_load
 verify_ok "after restarts, freeze and a second run"
+stop_load
 
 # --- The target rejects a change: a CHECK the source lacks.
 psql_tgt $DB -c "ALTER TABLE ledger ADD CONSTRAINT no_7777 CHECK (delta <> 7777)"
