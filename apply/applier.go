@@ -8,6 +8,8 @@ import (
 	"hash/maphash"
 	"slices"
 	"strconv"
+	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pglogrepl"
@@ -27,6 +29,9 @@ type Options struct {
 	// as one target transaction.
 	MaxBatchRows  int
 	MaxBatchBytes int64
+	// Prepared, when set, holds the number of statements prepared on the
+	// target connection (for progress lines and the soak test).
+	Prepared *atomic.Int64
 }
 
 // flushEvery is how many queued statements go to the server in one write
@@ -96,6 +101,7 @@ type statement struct {
 	// setCols are the new-tuple columns an UPDATE sets (those not sent as
 	// unchanged TOAST); their values come first, the identity values after.
 	setCols []int
+	relID   uint32 // the relation it was prepared for
 }
 
 type pendingKind byte
@@ -172,6 +178,9 @@ func (a *Applier) Begin(ctx context.Context, b pgoutput.Begin) error {
 // Relation records a table's shape as the source now sends it and checks
 // that the target table can take it: every source column must exist there.
 func (a *Applier) Relation(ctx context.Context, r *pgoutput.Relation) error {
+	if err := a.flushRun(ctx); err != nil {
+		return err
+	}
 	if err := a.drain(ctx); err != nil {
 		return err
 	}
@@ -197,6 +206,11 @@ func (a *Applier) Relation(ctx context.Context, r *pgoutput.Relation) error {
 		}
 		return a.fail(ctx, fmt.Errorf("table %s at %s: column %s (%s) exists on the source but not on the target; add it on the target (ALTER TABLE %s ADD COLUMN %s %s) and rerun pgsync run",
 			r, a.sourceLSN, c.Name, typ, rel.ident, catalog.QuoteIdent(c.Name), typ))
+	}
+	if a.relations[r.ID] != nil {
+		if err := a.deallocate(ctx, r.ID); err != nil {
+			return a.fail(ctx, err)
+		}
 	}
 	a.relations[r.ID] = rel
 	return nil
@@ -366,7 +380,7 @@ func (a *Applier) bindRow(rel *relation, c *pgoutput.Change) (st *statement, fre
 		case pgoutput.MsgDelete:
 			st.sql = deleteSQL(rel)
 		}
-		a.addStatement(k, st)
+		a.addStatement(k, rel, st)
 		fresh = true
 	}
 	params = a.params[:0]
@@ -423,10 +437,38 @@ func setColumns(t *pgoutput.Tuple) []int {
 }
 
 // addStatement names st and caches it under key.
-func (a *Applier) addStatement(key []byte, st *statement) {
+func (a *Applier) addStatement(key []byte, rel *relation, st *statement) {
 	a.stmtSeq++
 	st.name = "pgsync_" + strconv.Itoa(a.stmtSeq)
+	st.relID = rel.src.ID
 	a.stmts[string(key)] = st
+	if a.opts.Prepared != nil {
+		a.opts.Prepared.Store(int64(len(a.stmts)))
+	}
+}
+
+// deallocate drops the prepared statements of relation id, whose shape
+// the source has just sent again: pgoutput resends a Relation after every
+// invalidation of its cache entry (an ANALYZE, an ALTER TABLE ... SET), and
+// statements of the old shape would otherwise pile up on the target.
+func (a *Applier) deallocate(ctx context.Context, id uint32) error {
+	var b strings.Builder
+	for k, st := range a.stmts {
+		if st.relID == id {
+			fmt.Fprintf(&b, "DEALLOCATE %s;", st.name)
+			delete(a.stmts, k)
+		}
+	}
+	if a.opts.Prepared != nil {
+		a.opts.Prepared.Store(int64(len(a.stmts)))
+	}
+	if b.Len() == 0 {
+		return nil
+	}
+	if _, err := a.conn.PgConn().Exec(ctx, b.String()).ReadAll(); err != nil {
+		return fmt.Errorf("deallocate the statements of relation %d at %s: %w", id, a.sourceLSN, err)
+	}
+	return nil
 }
 
 // Truncate queues a TRUNCATE of the listed relations with the options the

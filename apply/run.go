@@ -149,7 +149,7 @@ func (a *Applier) runStatement() (st *statement, fresh bool) {
 	case pgoutput.MsgDelete:
 		st.sql = deleteRunSQL(r.rel, r.rows)
 	}
-	a.addStatement(k, st)
+	a.addStatement(k, r.rel, st)
 	return st, true
 }
 

@@ -56,17 +56,19 @@ func (a *app) runCmd() *cobra.Command {
 				}
 				defer pprof.StopCPUProfile()
 			}
+			stats := &replication.Stats{}
 			opts := replication.RunOptions{
 				StreamOptions: replication.StreamOptions{
 					Names:            names(cfg),
 					MaxInflightBytes: cfg.Tuning.MaxInflightBytes,
 					Logger:           a.log,
+					Stats:            stats,
 				},
 				SourceURL:     cfg.SourceURL,
 				UntilCaughtUp: untilCaughtUp,
 				ProgressEvery: logEvery,
 			}
-			applyOpts := apply.Options{Job: cfg.Job, MaxBatchRows: cfg.Tuning.MaxBatchRows, MaxBatchBytes: cfg.Tuning.MaxBatchBytes}
+			applyOpts := apply.Options{Job: cfg.Job, MaxBatchRows: cfg.Tuning.MaxBatchRows, MaxBatchBytes: cfg.Tuning.MaxBatchBytes, Prepared: &stats.Prepared}
 			err = replication.Run(cmd.Context(), opts, func(ctx context.Context) (replication.Target, error) {
 				conn, err := pgconnect.Connect(ctx, "target", cfg.TargetURL)
 				if err != nil {

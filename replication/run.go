@@ -164,7 +164,7 @@ func logProgress(ctx context.Context, log *slog.Logger, st *Stats, every time.Du
 			}
 			secs := every.Seconds()
 			log.Info("applying", "txn_per_s", int64(float64(txns-lastTxns)/secs), "rows_per_s", int64(float64(rows-lastRows)/secs),
-				"lag_bytes", st.LagBytes(), "txns", txns, "rows", rows)
+				"lag_bytes", st.LagBytes(), "txns", txns, "rows", rows, "prepared_statements", st.Prepared.Load())
 			lastTxns, lastRows = txns, rows
 		}
 	}()

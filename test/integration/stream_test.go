@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand"
+	"os"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -362,4 +364,61 @@ FROM generate_series(1, 3) g, generate_series(1, 40000) i GROUP BY g`) // 640 KB
 	if got := queryOne[string](t, e.tgt, "SELECT md5(b) FROM lv WHERE id = 1"); got != queryOne[string](t, e.src, "SELECT md5(b) FROM lv WHERE id = 1") {
 		t.Errorf("the large bytea of row 1 differs after its update")
 	}
+}
+
+// TestRunRelationResendsDeallocate changes a table's storage options on the
+// source again and again between changes: each change makes pgoutput send
+// the Relation again, and pgsync prepares statements for it anew. The
+// target backend's prepared statements (its CachedPlanSource memory
+// contexts, dumped with pg_log_backend_memory_contexts) must stay bounded.
+func TestRunRelationResendsDeallocate(t *testing.T) {
+	e := newEnv(t, "CREATE TABLE rr (id int PRIMARY KEY, v int); INSERT INTO rr SELECT g, 0 FROM generate_series(1, 100) g;", "")
+	e.mustPgsync("bootstrap")
+	bg := e.start("run")
+	const rounds = 40
+	for i := 0; i < rounds; i++ {
+		e.srcExec(fmt.Sprintf("ALTER TABLE rr SET (fillfactor = %d)", 60+i%40))
+		e.srcExec(fmt.Sprintf("BEGIN; INSERT INTO rr VALUES (%d, 0); UPDATE rr SET v = v + 1 WHERE id = %d; DELETE FROM rr WHERE id = %d; COMMIT",
+			1000+i, 1+i%50, 51+i))
+	}
+	eventually(t, 30*time.Second, "the last round on the target", func() bool {
+		return queryOne[int](t, e.tgt, "SELECT count(*) FROM rr WHERE id = $1", 1000+rounds-1) == 1
+	})
+	pid := e.pgsyncTargetBackend()
+	if pid == 0 {
+		t.Fatal("no pgsync backend on the target")
+	}
+	logPath := filepath.Join(pgDir, "target.log")
+	var plans int
+	if !queryOne[bool](t, e.tgt, "SELECT pg_log_backend_memory_contexts($1)", pid) {
+		t.Fatal("pg_log_backend_memory_contexts failed")
+	}
+	eventually(t, 10*time.Second, "the memory dump of pgsync's backend", func() bool {
+		b, err := os.ReadFile(logPath)
+		if err != nil {
+			t.Fatal(err)
+		}
+		plans = 0
+		done := false
+		for _, line := range strings.Split(string(b), "\n") {
+			if !strings.Contains(line, fmt.Sprintf("[%d]", pid)) {
+				continue
+			}
+			if strings.Contains(line, "CachedPlanSource") && strings.Contains(line, "rr") {
+				plans++
+			}
+			if strings.Contains(line, "Grand total") {
+				done = true
+			}
+		}
+		return done
+	})
+	// Without deallocation every round leaves its INSERT, UPDATE and DELETE
+	// behind: 3 x 40. One shape's worth may stay.
+	if plans > 6 {
+		t.Errorf("the target holds %d prepared statements on rr after %d Relation resends, want at most 6", plans, rounds)
+	}
+	t.Logf("prepared statements on rr after %d resends: %d", rounds, plans)
+	sigtermWithin(t, bg, 10*time.Second)
+	e.mustVerify()
 }
