@@ -33,7 +33,8 @@ type RunOptions struct {
 	UntilCaughtUp bool
 	// ProgressEvery is the period of the progress log line; 0 means 10s.
 	ProgressEvery time.Duration
-	// MaxBackoff caps the wait between reconnects; 0 means 30s.
+	// MaxBackoff caps the wait between reconnects; 0 means 10s, so that
+	// streaming resumes soon after an outage ends.
 	MaxBackoff time.Duration
 }
 
@@ -54,7 +55,7 @@ func Run(ctx context.Context, opts RunOptions, openTarget func(context.Context) 
 		opts.ProgressEvery = 10 * time.Second
 	}
 	if opts.MaxBackoff == 0 {
-		opts.MaxBackoff = 30 * time.Second
+		opts.MaxBackoff = 10 * time.Second
 	}
 	if opts.UntilCaughtUp {
 		head, err := currentWAL(ctx, opts.SourceURL)

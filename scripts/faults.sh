@@ -181,6 +181,8 @@ kill -0 "$run_pid" 2>/dev/null || fail "run exited after the target was frozen: 
 note "target postmaster frozen 45 s: run still streaming"
 
 # --- A second run of the same job: refused within 5 s, the first undisturbed.
+slot_active() { [ "$(val_src $DB "SELECT active FROM pg_replication_slots WHERE slot_name = 'pgsync_faults'")" = t ]; }
+wait_for 90 "the first run to stream again" slot_active
 t0=$(now); rc=0
 timeout 30 "$PGSYNC" -c "$cfg" run >"$RESULTS/faults-second-run.log" 2>&1 || rc=$?
 second_secs=$(elapsed "$t0" "$(now)")
