@@ -20,7 +20,7 @@ import (
 type rowRun struct {
 	op      byte
 	rel     *relation
-	mask    []byte   // UPDATE: the unchanged-TOAST columns, the same for every row
+	mask    []byte   // UPDATE: the columns set, the same for every row
 	setCols []int    // UPDATE: the columns set
 	keys    []uint64 // UPDATE: hashes of the keys, each row once per run
 	rows    int
@@ -65,7 +65,8 @@ func (a *Applier) addToRun(rel *relation, c *pgoutput.Change) (joined, full bool
 	r := &a.run
 	var keyHash uint64
 	if c.Op == pgoutput.MsgUpdate {
-		r.maskBuf = appendUnchangedMask(r.maskBuf[:0], &c.New)
+		a.setBuf = appendSetColumns(a.setBuf[:0], rel, c)
+		r.maskBuf = appendColumnMask(r.maskBuf[:0], a.setBuf, len(rel.cols))
 		keyHash = a.keyHash(rel, &c.New)
 	}
 	if r.rows > 0 {
@@ -81,12 +82,7 @@ func (a *Applier) addToRun(rel *relation, c *pgoutput.Change) (joined, full bool
 		r.op, r.rel = c.Op, rel
 		if c.Op == pgoutput.MsgUpdate {
 			r.mask = append(r.mask[:0], r.maskBuf...)
-			r.setCols = r.setCols[:0]
-			for i, kind := range c.New.Kinds {
-				if kind != pgoutput.ValueUnchanged {
-					r.setCols = append(r.setCols, i)
-				}
-			}
+			r.setCols = append(r.setCols[:0], a.setBuf...)
 		}
 	}
 	switch c.Op {

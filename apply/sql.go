@@ -14,13 +14,21 @@ import (
 // insertSQL returns an INSERT of rows rows.
 func insertSQL(rel *relation, rows int) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "INSERT INTO %s (%s) VALUES ", rel.ident, strings.Join(rel.cols, ", "))
+	fmt.Fprintf(&b, "INSERT INTO %s (%s) ", rel.ident, strings.Join(rel.cols, ", "))
+	if rel.anyAlways {
+		// The source's identity values are the row's: as COPY does.
+		b.WriteString("OVERRIDING SYSTEM VALUE ")
+	}
+	b.WriteString("VALUES ")
 	writeParamRows(&b, rows, len(rel.cols), true, nil)
 	return b.String()
 }
 
 // whereIdentity writes the row match, numbering parameters from next. A
-// full-row identity matches one row only, even among duplicates.
+// full-row identity matches one row only, even among duplicates, and among
+// rows equal to the old row under their types' equality (numeric 1.0 and
+// 1.00, citext 'A' and 'a', -0.0 and 0.0) prefers the one whose values are
+// identical to it.
 func whereIdentity(b *strings.Builder, rel *relation, next int) {
 	if rel.full {
 		fmt.Fprintf(b, " WHERE ctid = (SELECT ctid FROM %s WHERE ", rel.ident)
@@ -40,9 +48,19 @@ func whereIdentity(b *strings.Builder, rel *relation, next int) {
 			fmt.Fprintf(b, "%s = $%d", rel.cols[i], next+n)
 		}
 	}
-	if rel.full {
-		b.WriteString(" LIMIT 1)")
+	if !rel.full {
+		return
 	}
+	var exact []string
+	for n, i := range rel.keys {
+		if !rel.textEq[i] { // textEq columns are compared as text already
+			exact = append(exact, fmt.Sprintf("%s::text IS NOT DISTINCT FROM $%d::text", rel.cols[i], next+n))
+		}
+	}
+	if len(exact) > 0 {
+		fmt.Fprintf(b, " ORDER BY (%s) DESC", strings.Join(exact, " AND "))
+	}
+	b.WriteString(" LIMIT 1)")
 }
 
 // updateSQL returns the single-row UPDATE: the set values, then the identity.
@@ -155,7 +173,8 @@ func writeParamRows(b *strings.Builder, rows, width int, paren bool, cast func(n
 	}
 }
 
-// truncateSQL returns the TRUNCATE of rels with the source's options.
+// truncateSQL returns the TRUNCATE of rels, with RESTART IDENTITY when the
+// source used it.
 func truncateSQL(rels []*relation, options byte) string {
 	var b strings.Builder
 	b.WriteString("TRUNCATE ONLY ")
@@ -168,8 +187,9 @@ func truncateSQL(rels []*relation, options byte) string {
 	if options&pgoutput.TruncateRestartIdentity != 0 {
 		b.WriteString(" RESTART IDENTITY")
 	}
-	if options&pgoutput.TruncateCascade != 0 {
-		b.WriteString(" CASCADE")
-	}
+	// No CASCADE even when the source used it: the message lists every
+	// published table the cascade reached, and a cascade on the target would
+	// also empty target-only tables that reference these (as the native
+	// apply worker, which truncates exactly the tables listed).
 	return b.String()
 }

@@ -19,9 +19,15 @@ type Querier interface {
 
 // Column is one user column of a table.
 type Column struct {
-	Name    string
-	Type    string // format_type() of the column, e.g. "character varying(20)"
-	NotNull bool
+	Name string
+	Type string // format_type() of the column, e.g. "character varying(20)"
+	// BaseType is the type without its modifier, e.g. "character varying":
+	// a cast to it checks nothing, so the assignment to the column does.
+	BaseType string
+	// IdentityAlways marks a GENERATED ALWAYS AS IDENTITY column, which an
+	// INSERT fills only with OVERRIDING SYSTEM VALUE and an UPDATE cannot set.
+	IdentityAlways bool
+	NotNull        bool
 	// Default is the column default when it is portable to another
 	// database (it uses no sequence); "" otherwise.
 	Default string
@@ -154,7 +160,7 @@ WHERE n.nspname = $1 AND c.relname = $2 AND c.relkind IN ('r', 'p')`, schema, na
 
 func load(ctx context.Context, q Querier, t *Table) error {
 	rows, err := q.Query(ctx, `
-SELECT a.attname, format_type(a.atttypid, a.atttypmod), a.attnotnull,
+SELECT a.attname, format_type(a.atttypid, a.atttypmod), format_type(a.atttypid, NULL), a.attidentity = 'a', a.attnotnull,
        coalesce(pg_get_expr(d.adbin, d.adrelid), ''), a.attgenerated::text,
        c.relreplident::text, pg_total_relation_size(c.oid),
        coalesce((SELECT array_agg(k.attname::text ORDER BY x.n)
@@ -177,7 +183,7 @@ ORDER BY a.attnum`, t.Schema, t.Name)
 		var c Column
 		var def, gen, ident string
 		var pk []string
-		if err := rows.Scan(&c.Name, &c.Type, &c.NotNull, &def, &gen, &ident, &t.SizeBytes, &pk, &t.HasIdentityIndex); err != nil {
+		if err := rows.Scan(&c.Name, &c.Type, &c.BaseType, &c.IdentityAlways, &c.NotNull, &def, &gen, &ident, &t.SizeBytes, &pk, &t.HasIdentityIndex); err != nil {
 			return fmt.Errorf("load columns of %s: %w", t.String(), err)
 		}
 		if gen == "s" {

@@ -70,7 +70,7 @@ func (a *app) runCmd() *cobra.Command {
 			}
 			applyOpts := apply.Options{Job: cfg.Job, MaxBatchRows: cfg.Tuning.MaxBatchRows, MaxBatchBytes: cfg.Tuning.MaxBatchBytes, Prepared: &stats.Prepared}
 			err = replication.Run(cmd.Context(), opts, func(ctx context.Context) (replication.Target, error) {
-				conn, err := pgconnect.Connect(ctx, "target", cfg.TargetURL)
+				conn, err := pgconnect.ConnectTarget(ctx, cfg.TargetURL)
 				if err != nil {
 					return nil, err
 				}

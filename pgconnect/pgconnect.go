@@ -5,6 +5,7 @@ package pgconnect
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -60,6 +61,40 @@ func Connect(ctx context.Context, role, url string) (*pgx.Conn, error) {
 	conn, err := pgx.ConnectConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("connect to %s %s:%d: %w", role, cfg.Host, cfg.Port, err)
+	}
+	return conn, nil
+}
+
+// ErrReplicaRole is returned by ConnectTarget when the target user may not
+// set session_replication_role.
+var ErrReplicaRole = errors.New("cannot set session_replication_role")
+
+// ConnectTarget opens a target connection that writes replicated rows. As
+// under PostgreSQL's own apply worker, it runs with session_replication_role
+// = replica, so that ordinary triggers and foreign-key checks of the target
+// do not fire on replicated rows (triggers enabled with ENABLE REPLICA or
+// ENABLE ALWAYS do), and with synchronous_commit = on, so that a commit
+// pgsync acknowledges to the source survives a crash of the target whatever
+// the database's or role's setting.
+func ConnectTarget(ctx context.Context, url string) (*pgx.Conn, error) {
+	conn, err := Connect(ctx, "target", url)
+	if err != nil {
+		return nil, err
+	}
+	_, err = conn.Exec(ctx, "SET session_replication_role = replica")
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && pgErr.Code == "42501" { // insufficient_privilege
+		user := conn.Config().User
+		conn.Close(context.WithoutCancel(ctx))
+		return nil, fmt.Errorf("target user %s %w (needed to apply as a replica, as PostgreSQL's own subscriptions do): connect as a superuser or, on PostgreSQL 15 and later, GRANT SET ON PARAMETER session_replication_role TO %s",
+			user, ErrReplicaRole, user)
+	}
+	if err == nil {
+		_, err = conn.Exec(ctx, "SET synchronous_commit = on")
+	}
+	if err != nil {
+		conn.Close(context.WithoutCancel(ctx))
+		return nil, fmt.Errorf("set up the target session: %w", err)
 	}
 	return conn, nil
 }

@@ -90,12 +90,6 @@ verify_ok() {
 }
 progress_lsn() { val_tgt $DB "SELECT lsn FROM pgsync.progress WHERE job = 'faults'"; }
 slot_confirmed() { val_src $DB "SELECT confirmed_flush_lsn FROM pg_replication_slots WHERE slot_name = 'pgsync_faults'"; }
-# positions_ok WHAT: the slot never acknowledges more than the target holds.
-positions_ok() {
-  local p c
-  p=$(progress_lsn) c=$(slot_confirmed)
-  [ "$(val_src postgres "SELECT '$c'::pg_lsn <= '$p'::pg_lsn")" = t ] || fail "$1: slot confirmed $c past progress $p"
-}
 copying() { [ "$(val_tgt $DB "SELECT state FROM pgsync.progress WHERE job = 'faults'" 2>/dev/null)" = copying ]; }
 bulk_applying() {
   [ "$(val_tgt $DB "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'pgsync' AND query LIKE 'INSERT INTO %events%'")" != 0 ]
@@ -148,7 +142,6 @@ for i in $(seq 1 "$KILLS"); do
   kill -9 "$pid" 2>/dev/null || true
   wait "$pid" 2>/dev/null || true
   run_kills=$((run_kills + 1))
-  positions_ok "run kill $i"
 done
 note "run kills: $run_kills ($kills_in_big inside a 300k-row transaction, $kills_after_commit right after a target commit)"
 verify_ok "after $run_kills run kills"
@@ -216,9 +209,9 @@ verify_ok "after the operator dropped the constraint"
 
 # --- Slot problems while pgsync is down: invalidated, then dropped by hand.
 psql_src postgres -c "ALTER SYSTEM SET max_slot_wal_keep_size = '1MB'" -c "SELECT pg_reload_conf()" >/dev/null
-psql_src $DB -c "CREATE TABLE IF NOT EXISTS unpublished (pad text)"
+psql_src $DB -c "CREATE SCHEMA IF NOT EXISTS scratch" -c "CREATE TABLE IF NOT EXISTS scratch.unpublished (pad text)"
 for _ in 1 2 3 4; do
-  psql_src $DB -c "INSERT INTO unpublished SELECT repeat('w', 1000) FROM generate_series(1, 20000)" -c "SELECT pg_switch_wal()" -c "CHECKPOINT" >/dev/null
+  psql_src $DB -c "INSERT INTO scratch.unpublished SELECT repeat('w', 1000) FROM generate_series(1, 20000)" -c "SELECT pg_switch_wal()" -c "CHECKPOINT" >/dev/null
 done
 [ "$(val_src $DB "SELECT wal_status FROM pg_replication_slots WHERE slot_name = 'pgsync_faults'")" = lost ] || fail "the slot was not invalidated"
 rc=0; timeout 60 "$PGSYNC" -c "$cfg" run >"$RESULTS/faults-invalidated.log" 2>&1 || rc=$?

@@ -181,7 +181,7 @@ func copyStream(ctx context.Context, opts Options, work <-chan *catalog.Table, i
 	}
 	imported()
 
-	dst, err := pgconnect.Connect(ctx, "target", opts.TargetURL)
+	dst, err := pgconnect.ConnectTarget(ctx, opts.TargetURL)
 	if err != nil {
 		return err
 	}

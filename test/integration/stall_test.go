@@ -51,7 +51,9 @@ func (e *env) lockTarget(table string) func() {
 }
 
 // assertPositionsConsistent checks that the slot acknowledges nothing the
-// target does not hold.
+// target does not hold. It holds while work is waiting to be applied (a
+// stalled target); once pgsync is idle, the slot may move past the progress
+// row over WAL without published changes.
 func (e *env) assertPositionsConsistent(when string) {
 	e.t.Helper()
 	applied := queryOne[string](e.t, e.tgt, "SELECT lsn::text FROM pgsync.progress WHERE job = $1", e.job)
@@ -171,7 +173,8 @@ func TestRunReconnectsWhenSourceLostDuringTargetStall(t *testing.T) {
 	release()
 	eventually(t, 60*time.Second, "the backlog to be applied", func() bool { return queryOne[int](t, e.tgt, "SELECT count(*) FROM w") == 20000 })
 	sigtermWithin(t, bg, 10*time.Second)
-	e.assertPositionsConsistent("after the reconnect")
+	// Caught up, the slot may be past the progress row (WAL without
+	// published changes is acknowledged): verify is the check here.
 	e.catchUp()
 	e.mustVerify()
 }
