@@ -98,10 +98,32 @@ func likePattern(glob string) string {
 	return r.Replace(glob)
 }
 
-// Resolve returns every ordinary table that one of the schema.table patterns
-// matches, sorted by name, with columns and keys loaded. System schemas and
-// pgsync's own schema are never selected.
+// Resolve returns every ordinary, permanent table that one of the
+// schema.table patterns matches, sorted by name, with columns and keys
+// loaded. System schemas and pgsync's own schema are never selected.
 func Resolve(ctx context.Context, q Querier, patterns []string) ([]Table, error) {
+	tables, err := match(ctx, q, patterns, "p")
+	if err != nil {
+		return nil, err
+	}
+	for i := range tables {
+		if err := load(ctx, q, &tables[i]); err != nil {
+			return nil, err
+		}
+	}
+	return tables, nil
+}
+
+// UnloggedMatches returns the UNLOGGED tables the patterns match: logical
+// replication cannot publish them, so Resolve leaves them out and the
+// commands say so.
+func UnloggedMatches(ctx context.Context, q Querier, patterns []string) ([]Table, error) {
+	return match(ctx, q, patterns, "u")
+}
+
+// match returns the names of the tables of persistence ('p' permanent, 'u'
+// unlogged) that the patterns match.
+func match(ctx context.Context, q Querier, patterns []string, persistence string) ([]Table, error) {
 	var schemas, names []string
 	for _, p := range patterns {
 		s, n, ok := strings.Cut(p, ".")
@@ -114,12 +136,12 @@ func Resolve(ctx context.Context, q Querier, patterns []string) ([]Table, error)
 	rows, err := q.Query(ctx, `
 SELECT n.nspname, c.relname
 FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
-WHERE c.relkind = 'r'
+WHERE c.relkind = 'r' AND c.relpersistence = $3
   AND n.nspname NOT IN ('pg_catalog', 'information_schema', 'pgsync')
   AND n.nspname NOT LIKE 'pg\_toast%' AND n.nspname NOT LIKE 'pg\_temp%'
   AND EXISTS (SELECT 1 FROM unnest($1::text[], $2::text[]) AS p(s, t)
               WHERE n.nspname LIKE p.s AND c.relname LIKE p.t)
-ORDER BY 1, 2`, schemas, names)
+ORDER BY 1, 2`, schemas, names, persistence)
 	if err != nil {
 		return nil, fmt.Errorf("resolve table patterns: %w", err)
 	}
@@ -133,11 +155,6 @@ ORDER BY 1, 2`, schemas, names)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("resolve table patterns: %w", err)
-	}
-	for i := range tables {
-		if err := load(ctx, q, &tables[i]); err != nil {
-			return nil, err
-		}
 	}
 	return tables, nil
 }
@@ -160,8 +177,9 @@ WHERE n.nspname = $1 AND c.relname = $2 AND c.relkind IN ('r', 'p')`, schema, na
 
 func load(ctx context.Context, q Querier, t *Table) error {
 	rows, err := q.Query(ctx, `
-SELECT a.attname, format_type(a.atttypid, a.atttypmod), format_type(a.atttypid, NULL), a.attidentity = 'a', a.attnotnull,
-       coalesce(pg_get_expr(d.adbin, d.adrelid), ''), a.attgenerated::text,
+SELECT coalesce(a.attname::text, ''), coalesce(format_type(a.atttypid, a.atttypmod), ''), coalesce(format_type(a.atttypid, NULL), ''),
+       coalesce(a.attidentity = 'a', false), coalesce(a.attnotnull, false),
+       coalesce(pg_get_expr(d.adbin, d.adrelid), ''), coalesce(a.attgenerated::text, ''),
        c.relreplident::text, pg_total_relation_size(c.oid),
        coalesce((SELECT array_agg(k.attname::text ORDER BY x.n)
                  FROM pg_index i
@@ -171,7 +189,7 @@ SELECT a.attname, format_type(a.atttypid, a.atttypmod), format_type(a.atttypid, 
        EXISTS (SELECT 1 FROM pg_index i WHERE i.indrelid = c.oid AND i.indisreplident)
 FROM pg_class c
 JOIN pg_namespace n ON n.oid = c.relnamespace
-JOIN pg_attribute a ON a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped
+LEFT JOIN pg_attribute a ON a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped -- a table may have no column
 LEFT JOIN pg_attrdef d ON d.adrelid = c.oid AND d.adnum = a.attnum
 WHERE n.nspname = $1 AND c.relname = $2
 ORDER BY a.attnum`, t.Schema, t.Name)
@@ -196,7 +214,9 @@ ORDER BY a.attnum`, t.Schema, t.Name)
 		if len(t.PrimaryKey) == 0 {
 			t.PrimaryKey = nil
 		}
-		t.Columns = append(t.Columns, c)
+		if c.Name != "" {
+			t.Columns = append(t.Columns, c)
+		}
 	}
 	if err := rows.Err(); err != nil {
 		return fmt.Errorf("load columns of %s: %w", t.String(), err)
@@ -238,6 +258,24 @@ func CreateTableSQL(t *Table) string {
 	}
 	b.WriteString(")")
 	return b.String()
+}
+
+// DifferentTypes describes the columns that want (the source table) and is
+// both have, with different types or type modifiers: "column (source type
+// X, target type Y)". Generated columns are computed on each side and are
+// not compared.
+func DifferentTypes(want, is *Table) []string {
+	types := make(map[string]string, len(is.Columns))
+	for _, c := range is.Columns {
+		types[c.Name] = c.Type
+	}
+	var differ []string
+	for _, c := range want.Columns {
+		if have, ok := types[c.Name]; ok && have != c.Type && c.Generated == "" {
+			differ = append(differ, fmt.Sprintf("column %s (source type %s, target type %s)", c.Name, c.Type, have))
+		}
+	}
+	return differ
 }
 
 // MissingColumns returns the columns of want (the source table) that have

@@ -9,6 +9,7 @@ import (
 
 	"github.com/dustin/go-humanize"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
 
@@ -44,6 +45,13 @@ func (a *app) bootstrap(ctx context.Context, sv *servers, force bool) error {
 	tables, err := catalog.Resolve(ctx, src, cfg.Tables)
 	if err != nil {
 		return err
+	}
+	unlogged, err := catalog.UnloggedMatches(ctx, src, cfg.Tables)
+	if err != nil {
+		return err
+	}
+	for _, t := range unlogged {
+		a.log.Warn("skipping an UNLOGGED table: logical replication cannot publish it", "table", t.String())
 	}
 	if len(tables) == 0 {
 		return failf(ExitFailed, "no source table matches job.tables %s", strings.Join(cfg.Tables, ", "))
@@ -136,10 +144,12 @@ func (a *app) bootstrap(ctx context.Context, sv *servers, force bool) error {
 }
 
 // prepareTargetTables creates the missing target tables and checks that the
-// existing ones can take every source column. Unless replace is set, an
-// existing table must be empty: bootstrap never overwrites data it did not
-// copy itself.
+// existing ones can take every source column, with the same type. Unless
+// replace is set, an existing table must be empty: bootstrap never
+// overwrites data it did not copy itself. With replace, the existing tables
+// are emptied.
 func prepareTargetTables(ctx context.Context, tgt *pgx.Conn, tables []catalog.Table, replace bool) error {
+	var existing []*catalog.Table
 	for i := range tables {
 		src := &tables[i]
 		have, ok, err := catalog.Lookup(ctx, tgt, src.Schema, src.Name)
@@ -156,6 +166,10 @@ func prepareTargetTables(ctx context.Context, tgt *pgx.Conn, tables []catalog.Ta
 		if missing := catalog.MissingColumns(src, &have); len(missing) > 0 {
 			return failf(ExitFailed, "target table %s lacks source column(s) %s: add them on the target or drop the table so that bootstrap creates it", src, strings.Join(missing, ", "))
 		}
+		if differ := catalog.DifferentTypes(src, &have); len(differ) > 0 {
+			return failf(ExitFailed, "target table %s: %s: values could be refused or changed on the way; give the target columns the source's types", src, strings.Join(differ, "; "))
+		}
+		existing = append(existing, src)
 		if replace {
 			continue
 		}
@@ -166,6 +180,46 @@ func prepareTargetTables(ctx context.Context, tgt *pgx.Conn, tables []catalog.Ta
 		if nonEmpty {
 			return failf(ExitFailed, "target table %s is not empty: bootstrap copies into empty tables (empty it, or use bootstrap --force to replace its rows)", src)
 		}
+	}
+	if replace && len(existing) > 0 {
+		return emptyTargetTables(ctx, tgt, existing)
+	}
+	return nil
+}
+
+// emptyTargetTables empties the job's existing target tables before a copy
+// starts over: one TRUNCATE of all of them, so that foreign keys among them
+// do not stop it. When a table outside the job references one of them,
+// TRUNCATE refuses (0A000) and the rows are deleted instead, with
+// session_replication_role = replica so that no foreign-key action fires:
+// rows of the other tables are left as they are, as a subscription's copy
+// leaves them.
+func emptyTargetTables(ctx context.Context, tgt *pgx.Conn, tables []*catalog.Table) error {
+	idents := make([]string, len(tables))
+	for i, t := range tables {
+		idents[i] = t.Ident()
+	}
+	_, err := tgt.Exec(ctx, "TRUNCATE ONLY "+strings.Join(idents, ", "))
+	var pgErr *pgconn.PgError
+	if !errors.As(err, &pgErr) || pgErr.Code != "0A000" {
+		if err != nil {
+			return fmt.Errorf("empty the job's target tables: %w", err)
+		}
+		return nil
+	}
+	err = pgx.BeginFunc(ctx, tgt, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, "SET LOCAL session_replication_role = replica"); err != nil {
+			return err
+		}
+		for _, ident := range idents {
+			if _, err := tx.Exec(ctx, "DELETE FROM ONLY "+ident); err != nil {
+				return fmt.Errorf("%s: %w", ident, err)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("empty the job's target tables: %w", err)
 	}
 	return nil
 }

@@ -5,10 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/pgsync/pgsync/apply"
+	"github.com/pgsync/pgsync/catalog"
 	"github.com/pgsync/pgsync/replication"
 )
 
@@ -25,6 +27,9 @@ type jobStatus struct {
 	SourceWALLSN      string `json:"source_wal_lsn"`
 	LagBytes          *int64 `json:"lag_bytes"`
 	RetainedWALBytes  *int64 `json:"retained_wal_bytes"`
+	// UnloggedSkipped lists the UNLOGGED tables the patterns match, which
+	// logical replication cannot carry.
+	UnloggedSkipped []string `json:"unlogged_skipped,omitempty"`
 	// Problem says what stops the job from streaming and what to do, when
 	// something does.
 	Problem string `json:"problem,omitempty"`
@@ -66,6 +71,13 @@ func (a *app) statusCmd() *cobra.Command {
 				st.LagBytes = &lag
 			}
 			st.Problem = slotProblem(st)
+			unlogged, err := catalog.UnloggedMatches(ctx, src, cfg.Tables)
+			if err != nil {
+				return err
+			}
+			for _, t := range unlogged {
+				st.UnloggedSkipped = append(st.UnloggedSkipped, t.String())
+			}
 			if asJSON {
 				enc := json.NewEncoder(a.stdout)
 				enc.SetIndent("", "  ")
@@ -81,6 +93,9 @@ func (a *app) statusCmd() *cobra.Command {
 			}
 			if st.RetainedWALBytes != nil {
 				fmt.Fprintf(a.stdout, "retained_wal_bytes:  %d\n", *st.RetainedWALBytes)
+			}
+			if len(st.UnloggedSkipped) > 0 {
+				fmt.Fprintf(a.stdout, "unlogged_skipped:    %s (logical replication cannot publish UNLOGGED tables)\n", strings.Join(st.UnloggedSkipped, ", "))
 			}
 			if st.Problem != "" {
 				fmt.Fprintf(a.stdout, "problem:             %s\n", st.Problem)

@@ -210,10 +210,9 @@ func copyTable(ctx context.Context, opts Options, src, dst *pgx.Conn, t *catalog
 	if err != nil {
 		return TableResult{}, fmt.Errorf("copy %s: begin on target: %w", t, err)
 	}
+	// The table is empty: bootstrap checked it, or emptied the job's tables
+	// before starting over. A copy that fails rolls back with tx.
 	defer tx.Rollback(context.WithoutCancel(ctx))
-	if _, err := tx.Exec(ctx, "TRUNCATE ONLY "+t.Ident()); err != nil {
-		return TableResult{}, fmt.Errorf("copy %s: empty target table: %w", t, err)
-	}
 
 	pipe := newChunkPipe(max(opts.BufferSize, 4096), pipeChunks)
 	tp := opts.Progress.start(t.String())

@@ -358,3 +358,10 @@ func localPGRestart(cluster, mode string) ([]byte, error) {
 		pgDir, cluster, mode, pgDir, cluster, mode, pgDir, cluster)
 	return exec.CommandContext(ctx, "bash", "-c", script).CombinedOutput()
 }
+
+// mustConnectErr connects without failing a test, for cleanups.
+func mustConnectErr(url string) (*pgx.Conn, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	return pgx.Connect(ctx, url)
+}
