@@ -1,0 +1,125 @@
+package integration
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestReplicaIdentityUsingIndex: no primary key, a unique index on NOT NULL
+// columns as the replica identity; updates, deletes and a change of the
+// identity columns.
+func TestReplicaIdentityUsingIndex(t *testing.T) {
+	e := newEnv(t, `CREATE TABLE ri (code text NOT NULL, region int NOT NULL, v int, note text);
+CREATE UNIQUE INDEX ri_code ON ri (code, region);
+ALTER TABLE ri REPLICA IDENTITY USING INDEX ri_code;
+INSERT INTO ri SELECT 'c' || g, g % 3, g, 'n' FROM generate_series(1, 300) g;`, "")
+	e.mustPgsync("bootstrap")
+	e.srcExec("UPDATE ri SET v = v * 10 WHERE region = 1")
+	e.srcExec("UPDATE ri SET code = code || '-renamed' WHERE v % 7 = 0")
+	e.srcExec("UPDATE ri SET region = region + 10, note = 'moved' WHERE v % 11 = 0")
+	e.srcExec("DELETE FROM ri WHERE region = 2")
+	e.catchUp()
+	e.mustVerify()
+}
+
+// TestFullIdentityPrefersIdenticalRow: among rows equal under their types'
+// equality (numeric 1.0 and 1.00, -0.0 and 0.0), the changed row is the one
+// whose values are identical to the old row.
+func TestFullIdentityPrefersIdenticalRow(t *testing.T) {
+	e := newEnv(t, `CREATE TABLE fi (n numeric, f float8, tag text);
+ALTER TABLE fi REPLICA IDENTITY FULL;
+INSERT INTO fi VALUES (1.0, 0.0, 'a'), (1.00, 0.0, 'a'), (2.0, '-0'::float8, 'b'), (2.0, 0.0, 'b');`, "")
+	e.mustPgsync("bootstrap")
+	// On the source, change exactly the 1.00 row and the -0.0 row.
+	e.srcExec("UPDATE fi SET tag = 'changed' WHERE n::text = '1.00'")
+	e.srcExec("DELETE FROM fi WHERE f::text = '-0'")
+	e.catchUp()
+	e.mustVerify()
+	if got := queryOne[string](t, e.tgt, "SELECT string_agg(n::text || '/' || f::text || '/' || tag, ',' ORDER BY n::text, f::text, tag) FROM fi"); got != "1.0/0/a,1.00/0/changed,2.0/0/b" {
+		t.Errorf("target rows %s, want 1.0/0/a,1.00/0/changed,2.0/0/b", got)
+	}
+}
+
+// TestTooNarrowTargetColumnRefused: a pre-created target column with
+// another type modifier is refused by bootstrap, naming table, column and
+// both types, before anything is created on the source.
+func TestTooNarrowTargetColumnRefused(t *testing.T) {
+	e := newEnv(t, "CREATE TABLE nw (id int PRIMARY KEY, code varchar(20), amount numeric(10,2)); INSERT INTO nw VALUES (1, 'abcdefghijkl', 1.25);", "")
+	e.tgtExec("CREATE TABLE nw (id int PRIMARY KEY, code varchar(5), amount numeric(10,2))")
+	r := e.pgsync("bootstrap")
+	if r.code != 1 {
+		t.Fatalf("bootstrap onto a narrower column: exit %d\n%s", r.code, r.stderr)
+	}
+	for _, want := range []string{"public.nw", "code", "character varying(20)", "character varying(5)"} {
+		if !strings.Contains(r.stderr, want) {
+			t.Errorf("error does not name %q: %s", want, r.stderr)
+		}
+	}
+	if n := queryOne[int](t, e.src, "SELECT count(*) FROM pg_replication_slots WHERE slot_name = $1", "pgsync_"+e.job); n != 0 {
+		t.Error("a slot was created although bootstrap refused the target")
+	}
+}
+
+// TestBatchedUpdateNeverChangesValuesSilently: the multi-row UPDATE casts
+// its VALUES without type modifiers, so a value too long for the target's
+// varchar(n) is an error, as in the single-row path, not a truncation.
+func TestBatchedUpdateNeverChangesValuesSilently(t *testing.T) {
+	e := newEnv(t, "CREATE TABLE bu (id int PRIMARY KEY, code varchar(8)); INSERT INTO bu SELECT g, 'x' FROM generate_series(1, 100) g;", "")
+	e.mustPgsync("bootstrap")
+	// The target's column is narrower than the source's after bootstrap.
+	e.srcExec("ALTER TABLE bu ALTER code TYPE varchar(20)")
+	e.srcExec("UPDATE bu SET code = 'abcdefghijklmnop' WHERE id <= 50")
+	r := e.pgsync("run", "--until-caught-up")
+	if r.code != 1 || !strings.Contains(r.stderr, "too long") {
+		t.Fatalf("an over-long value for varchar(8): exit %d\n%s", r.code, r.stderr)
+	}
+	if n := queryOne[int](t, e.tgt, "SELECT count(*) FROM bu WHERE code <> 'x'"); n != 0 {
+		t.Errorf("%d rows changed on the target", n)
+	}
+}
+
+// TestCompositeArrayUpdates: columns of an array of a composite type and of
+// a composite type, updated in runs and one by one.
+func TestCompositeArrayUpdates(t *testing.T) {
+	e := newEnv(t, `CREATE TYPE pair AS (a int, b text);
+CREATE TABLE ca (id int PRIMARY KEY, ps pair[], p pair, n int);
+INSERT INTO ca SELECT g, ARRAY[ROW(g, 'x')::pair, ROW(g + 1, 'y z')::pair], ROW(g, 'q')::pair, 0 FROM generate_series(1, 200) g;`, "")
+	e.tgtExec("CREATE TYPE pair AS (a int, b text)")
+	e.mustPgsync("bootstrap")
+	e.srcExec("UPDATE ca SET ps = ps || ROW(0, 'added')::pair, n = n + 1")
+	e.srcExec("UPDATE ca SET p = ROW((p).a * 2, 'doubled') WHERE id % 2 = 0")
+	e.srcExec("UPDATE ca SET ps = NULL WHERE id = 3")
+	e.catchUp()
+	e.mustVerify()
+}
+
+// TestSynchronousCommitPinned sets synchronous_commit = off on the target
+// database and crashes the target (pg_ctl stop -m immediate) while pgsync
+// applies: nothing pgsync acknowledged may be lost, which verify shows.
+func TestSynchronousCommitPinned(t *testing.T) {
+	e := newEnv(t, `CREATE TABLE acct (id int PRIMARY KEY, balance bigint NOT NULL);
+INSERT INTO acct SELECT g, 1000 FROM generate_series(1, 50000) g;
+CREATE TABLE ledger (id bigserial PRIMARY KEY, acct int, delta bigint);`, "")
+	e.tgtExec("ALTER DATABASE " + e.db + " SET synchronous_commit = off")
+	e.mustPgsync("bootstrap")
+	bg := e.start("run")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	w := startTransfers(ctx, t, e.srcURL)
+	time.Sleep(2 * time.Second)
+	if out, err := localPGRestart("target", "immediate"); err != nil {
+		t.Fatalf("crash the target: %v\n%s", err, out)
+	}
+	e.tgt.Close(context.Background())
+	e.tgt = mustConnect(t, e.tgtURL)
+	time.Sleep(2 * time.Second)
+	cancel()
+	if w.wait(t) == 0 {
+		t.Fatal("the writer committed nothing")
+	}
+	sigtermWithin(t, bg, 10*time.Second)
+	e.catchUp()
+	e.mustVerify()
+}
