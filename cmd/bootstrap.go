@@ -42,6 +42,9 @@ func (a *app) bootstrap(ctx context.Context, sv *servers, force bool) error {
 	if err := replication.CheckSource(ctx, src); err != nil {
 		return err
 	}
+	if err := pgconnect.ReplicaSession(ctx, tgt); err != nil {
+		return err
+	}
 	tables, err := catalog.Resolve(ctx, src, cfg.Tables)
 	if err != nil {
 		return err
@@ -193,7 +196,7 @@ func prepareTargetTables(ctx context.Context, tgt *pgx.Conn, tables []catalog.Ta
 // TRUNCATE refuses (0A000) and the rows are deleted instead, with
 // session_replication_role = replica so that no foreign-key action fires:
 // rows of the other tables are left as they are, as a subscription's copy
-// leaves them.
+// leaves them. tgt is a replica session (pgconnect.ReplicaSession).
 func emptyTargetTables(ctx context.Context, tgt *pgx.Conn, tables []*catalog.Table) error {
 	idents := make([]string, len(tables))
 	for i, t := range tables {
@@ -208,9 +211,6 @@ func emptyTargetTables(ctx context.Context, tgt *pgx.Conn, tables []*catalog.Tab
 		return nil
 	}
 	err = pgx.BeginFunc(ctx, tgt, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, "SET LOCAL session_replication_role = replica"); err != nil {
-			return err
-		}
 		for _, ident := range idents {
 			if _, err := tx.Exec(ctx, "DELETE FROM ONLY "+ident); err != nil {
 				return fmt.Errorf("%s: %w", ident, err)

@@ -81,22 +81,31 @@ func ConnectTarget(ctx context.Context, url string) (*pgx.Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	_, err = conn.Exec(ctx, "SET session_replication_role = replica")
+	if err := ReplicaSession(ctx, conn); err != nil {
+		conn.Close(context.WithoutCancel(ctx))
+		return nil, err
+	}
+	return conn, nil
+}
+
+// ReplicaSession sets the session of a target connection as ConnectTarget
+// does; bootstrap calls it first, so that a user who may not set
+// session_replication_role is told before anything is created.
+func ReplicaSession(ctx context.Context, conn *pgx.Conn) error {
+	_, err := conn.Exec(ctx, "SET session_replication_role = replica")
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) && pgErr.Code == "42501" { // insufficient_privilege
 		user := conn.Config().User
-		conn.Close(context.WithoutCancel(ctx))
-		return nil, fmt.Errorf("target user %s %w (needed to apply as a replica, as PostgreSQL's own subscriptions do): connect as a superuser or, on PostgreSQL 15 and later, GRANT SET ON PARAMETER session_replication_role TO %s",
+		return fmt.Errorf("target user %s %w (needed to apply as a replica, as PostgreSQL's own subscriptions do): connect as a superuser or, on PostgreSQL 15 and later, GRANT SET ON PARAMETER session_replication_role TO %s",
 			user, ErrReplicaRole, user)
 	}
 	if err == nil {
 		_, err = conn.Exec(ctx, "SET synchronous_commit = on")
 	}
 	if err != nil {
-		conn.Close(context.WithoutCancel(ctx))
-		return nil, fmt.Errorf("set up the target session: %w", err)
+		return fmt.Errorf("set up the target session: %w", err)
 	}
-	return conn, nil
+	return nil
 }
 
 // ConnectReplication opens a logical replication connection

@@ -2,6 +2,7 @@ package integration
 
 import (
 	"context"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -120,6 +121,56 @@ CREATE TABLE ledger (id bigserial PRIMARY KEY, acct int, delta bigint);`, "")
 		t.Fatal("the writer committed nothing")
 	}
 	sigtermWithin(t, bg, 10*time.Second)
+	e.catchUp()
+	e.mustVerify()
+}
+
+// TestTargetRoleMustSetReplicaRole: a target user who may not set
+// session_replication_role is stopped before anything is created, with the
+// grant that fixes it; after the grant, bootstrap and run work.
+func TestTargetRoleMustSetReplicaRole(t *testing.T) {
+	e := newEnv(t, "CREATE TABLE rr (id int PRIMARY KEY); INSERT INTO rr SELECT generate_series(1, 10);", "")
+	user := "nosuper_" + e.db
+	admin := mustConnect(t, adminURL(targetPort))
+	defer admin.Close(context.Background())
+	for _, sql := range []string{
+		"DROP ROLE IF EXISTS " + user, "CREATE ROLE " + user + " LOGIN", "ALTER DATABASE " + e.db + " OWNER TO " + user,
+	} {
+		if _, err := admin.Exec(context.Background(), sql); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Cleanup(func() {
+		if a, err := mustConnectErr(adminURL(targetPort)); err == nil {
+			_, _ = a.Exec(context.Background(), "DROP DATABASE IF EXISTS "+e.db+" WITH (FORCE)")
+			_, _ = a.Exec(context.Background(), "DROP OWNED BY "+user)
+			_, _ = a.Exec(context.Background(), "DROP ROLE IF EXISTS "+user)
+			a.Close(context.Background())
+		}
+	})
+	cfg, err := os.ReadFile(e.cfgPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg = []byte(strings.Replace(string(cfg), "postgres://postgres@127.0.0.1:"+targetPort, "postgres://"+user+"@127.0.0.1:"+targetPort, 1))
+	if err := os.WriteFile(e.cfgPath, cfg, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r := e.pgsync("bootstrap")
+	if r.code != 1 || !strings.Contains(r.stderr, "GRANT SET ON PARAMETER session_replication_role TO "+user) {
+		t.Fatalf("bootstrap as %s: exit %d\n%s", user, r.code, r.stderr)
+	}
+	if lines := strings.Count(strings.TrimSpace(r.stderr), "\n"); lines != 0 {
+		t.Errorf("the error is not one line:\n%s", r.stderr)
+	}
+	if n := queryOne[int](t, e.src, "SELECT count(*) FROM pg_replication_slots WHERE slot_name = $1", "pgsync_"+e.job); n != 0 {
+		t.Error("a slot was created")
+	}
+	if _, err := admin.Exec(context.Background(), "GRANT SET ON PARAMETER session_replication_role TO "+user); err != nil {
+		t.Fatal(err)
+	}
+	e.mustPgsync("bootstrap")
+	e.srcExec("INSERT INTO rr VALUES (11)")
 	e.catchUp()
 	e.mustVerify()
 }
