@@ -92,12 +92,6 @@ func (t *Table) Replicable() bool {
 // QuoteIdent quotes one identifier.
 func QuoteIdent(s string) string { return pgx.Identifier{s}.Sanitize() }
 
-// likePattern turns a glob ('*' for any run of characters) into a LIKE pattern.
-func likePattern(glob string) string {
-	r := strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`, `*`, `%`)
-	return r.Replace(glob)
-}
-
 // Resolve returns every ordinary, permanent table that one of the
 // schema.table patterns matches, sorted by name, with columns and keys
 // loaded. System schemas and pgsync's own schema are never selected.
@@ -126,12 +120,12 @@ func UnloggedMatches(ctx context.Context, q Querier, patterns []string) ([]Table
 func match(ctx context.Context, q Querier, patterns []string, persistence string) ([]Table, error) {
 	var schemas, names []string
 	for _, p := range patterns {
-		s, n, ok := strings.Cut(p, ".")
-		if !ok {
-			return nil, fmt.Errorf("table pattern %q: want schema.table", p)
+		s, n, err := ParsePattern(p)
+		if err != nil {
+			return nil, fmt.Errorf("table pattern %q: %w", p, err)
 		}
-		schemas = append(schemas, likePattern(s))
-		names = append(names, likePattern(n))
+		schemas = append(schemas, s)
+		names = append(names, n)
 	}
 	rows, err := q.Query(ctx, `
 SELECT n.nspname, c.relname

@@ -17,6 +17,8 @@ import (
 	"github.com/BurntSushi/toml"
 	"github.com/dustin/go-humanize"
 	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/pgsync/pgsync/catalog"
 )
 
 // Environment variables that override the urls of the file.
@@ -101,9 +103,6 @@ type fileConfig struct {
 // "pgsync_" + name must fit PostgreSQL's 63-byte identifiers.
 var jobNamePattern = regexp.MustCompile(`^[a-z_][a-z0-9_]{0,55}$`)
 
-// tablePattern is schema.table where each part is an identifier or a glob.
-var tablePattern = regexp.MustCompile(`^[A-Za-z0-9_$*]+\.[A-Za-z0-9_$*]+$`)
-
 // Load reads the file at path, applies the environment overrides and
 // validates every key. Every error it returns is an *Error.
 func Load(path string) (*Config, error) {
@@ -180,8 +179,8 @@ func Parse(name, text string, getenv func(string) string) (*Config, error) {
 		return fail("job.tables", "missing: list at least one schema.table pattern, e.g. [\"public.*\"]")
 	}
 	for _, p := range fc.Job.Tables {
-		if !tablePattern.MatchString(p) {
-			return fail("job.tables", "%q is not a schema.table pattern (letters, digits, '_', '$' and '*' globs)", p)
+		if _, _, err := catalog.ParsePattern(p); err != nil {
+			return fail("job.tables", "%q: %v", p, err)
 		}
 	}
 	cfg.Tables = fc.Job.Tables

@@ -174,3 +174,39 @@ func TestTargetRoleMustSetReplicaRole(t *testing.T) {
 	e.catchUp()
 	e.mustVerify()
 }
+
+// TestQuotedPatternsAndUnloggedTables: a pattern with a quoted schema name
+// selects its tables; an UNLOGGED table it also matches is skipped with a
+// warning and listed by status, as FOR ALL TABLES skips it.
+func TestQuotedPatternsAndUnloggedTables(t *testing.T) {
+	e := newEnv(t, `CREATE SCHEMA "Sales Dept";
+CREATE TABLE "Sales Dept"."Q1 Orders" (id int PRIMARY KEY, v text);
+INSERT INTO "Sales Dept"."Q1 Orders" SELECT g, 'v' FROM generate_series(1, 10) g;
+CREATE UNLOGGED TABLE "Sales Dept".scratch (id int PRIMARY KEY);
+CREATE TABLE public.other (id int PRIMARY KEY);`, "")
+	cfg, err := os.ReadFile(e.cfgPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg = []byte(strings.Replace(string(cfg), `tables = ["public.*"]`, `tables = ['"Sales Dept".*']`, 1))
+	if err := os.WriteFile(e.cfgPath, cfg, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r := e.mustPgsync("bootstrap")
+	if !strings.Contains(r.stderr, "UNLOGGED") || !strings.Contains(r.stderr, `Sales Dept.scratch`) {
+		t.Errorf("no warning for the UNLOGGED table:\n%s", r.stderr)
+	}
+	if !strings.Contains(r.stdout, "1 tables") {
+		t.Errorf("bootstrap did not copy exactly the one table: %s", r.stdout)
+	}
+	e.srcExec(`UPDATE "Sales Dept"."Q1 Orders" SET v = 'changed' WHERE id < 5`)
+	e.catchUp()
+	e.mustVerify()
+	st := e.mustPgsync("status")
+	if !strings.Contains(st.stdout, "unlogged_skipped:") || !strings.Contains(st.stdout, "scratch") {
+		t.Errorf("status does not list the skipped UNLOGGED table:\n%s", st.stdout)
+	}
+	if n := queryOne[int](t, e.tgt, "SELECT count(*) FROM pg_tables WHERE tablename IN ('other', 'scratch')"); n != 0 {
+		t.Errorf("tables outside the pattern or UNLOGGED reached the target")
+	}
+}

@@ -1,0 +1,77 @@
+package catalog
+
+import (
+	"errors"
+	"strings"
+)
+
+// A table pattern is schema.table. Each part is either a glob of letters,
+// digits, '_', '$' and '*' (any run of characters), matched as written, or
+// an identifier in double quotes, matched exactly and able to hold any
+// character: "Sales Dept".*, public."Order Lines", "a.b"."x""y".
+
+// errPattern explains the syntax; ParsePattern wraps it.
+var errPattern = errors.New(`want schema.table, each part a glob of letters, digits, '_', '$' and '*', or a "quoted identifier"`)
+
+// ParsePattern splits a schema.table pattern into LIKE patterns for the
+// schema and the table name.
+func ParsePattern(p string) (schemaLike, nameLike string, err error) {
+	schema, rest, err := patternPart(p)
+	if err != nil {
+		return "", "", err
+	}
+	if !strings.HasPrefix(rest, ".") {
+		return "", "", errPattern
+	}
+	name, rest, err := patternPart(rest[1:])
+	if err != nil {
+		return "", "", err
+	}
+	if rest != "" {
+		return "", "", errPattern
+	}
+	return schema, name, nil
+}
+
+// patternPart reads one part from the start of s and returns it as a LIKE
+// pattern, with what follows it.
+func patternPart(s string) (like, rest string, err error) {
+	if strings.HasPrefix(s, `"`) {
+		var b strings.Builder
+		for i := 1; i < len(s); i++ {
+			if s[i] != '"' {
+				b.WriteByte(s[i])
+				continue
+			}
+			if i+1 < len(s) && s[i+1] == '"' { // "" is a quote inside
+				b.WriteByte('"')
+				i++
+				continue
+			}
+			if b.Len() == 0 {
+				return "", "", errPattern
+			}
+			return likeEscaper.Replace(b.String()), s[i+1:], nil
+		}
+		return "", "", errPattern // unterminated
+	}
+	end := strings.IndexFunc(s, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_' || r == '$' || r == '*')
+	})
+	if end < 0 {
+		end = len(s)
+	}
+	if end == 0 {
+		return "", "", errPattern
+	}
+	return likePattern(s[:end]), s[end:], nil
+}
+
+// likeEscaper escapes LIKE's special characters: a quoted part matches
+// exactly.
+var likeEscaper = strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`)
+
+// likePattern turns a glob ('*' for any run of characters) into a LIKE pattern.
+func likePattern(glob string) string {
+	return strings.ReplaceAll(likeEscaper.Replace(glob), "*", "%")
+}

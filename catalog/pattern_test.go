@@ -1,0 +1,37 @@
+package catalog
+
+import "testing"
+
+func TestParsePattern(t *testing.T) {
+	tests := []struct {
+		in           string
+		schema, name string
+		bad          bool
+	}{
+		{in: "public.*", schema: "public", name: "%"},
+		{in: "app_1.order_*", schema: `app\_1`, name: `order\_%`},
+		{in: `"Sales Dept".*`, schema: "Sales Dept", name: "%"},
+		{in: `public."Order Lines"`, schema: "public", name: "Order Lines"},
+		{in: `"a.b"."x""y"`, schema: "a.b", name: `x"y`},
+		{in: `"100%"."*_"`, schema: `100\%`, name: `*\_`}, // quoted: no globs
+		{in: "public", bad: true},
+		{in: "public.", bad: true},
+		{in: `"unterminated.*`, bad: true},
+		{in: `"".t`, bad: true},
+		{in: "a.b.c", bad: true},
+		{in: "sales dept.*", bad: true},
+		{in: `"x"y.t`, bad: true},
+	}
+	for _, tt := range tests {
+		s, n, err := ParsePattern(tt.in)
+		if tt.bad {
+			if err == nil {
+				t.Errorf("ParsePattern(%q) = %q, %q; want an error", tt.in, s, n)
+			}
+			continue
+		}
+		if err != nil || s != tt.schema || n != tt.name {
+			t.Errorf("ParsePattern(%q) = %q, %q, %v; want %q, %q", tt.in, s, n, err, tt.schema, tt.name)
+		}
+	}
+}
