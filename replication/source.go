@@ -24,14 +24,15 @@ func CheckSource(ctx context.Context, conn *pgx.Conn) error {
 	var walLevel string
 	var maxSlots, usedSlots, maxSenders, usedSenders int
 	var canReplicate bool
+	var user string
 	err := conn.QueryRow(ctx, `
 SELECT current_setting('wal_level'),
        current_setting('max_replication_slots')::int,
        (SELECT count(*) FROM pg_replication_slots)::int,
        current_setting('max_wal_senders')::int,
        (SELECT count(*) FROM pg_stat_replication)::int,
-       (SELECT rolsuper OR rolreplication FROM pg_roles WHERE rolname = current_user)`).
-		Scan(&walLevel, &maxSlots, &usedSlots, &maxSenders, &usedSenders, &canReplicate)
+       (SELECT rolsuper OR rolreplication FROM pg_roles WHERE rolname = current_user), current_user::text`).
+		Scan(&walLevel, &maxSlots, &usedSlots, &maxSenders, &usedSenders, &canReplicate, &user)
 	if err != nil {
 		return fmt.Errorf("check source settings: %w", err)
 	}
@@ -46,7 +47,7 @@ SELECT current_setting('wal_level'),
 		problems = append(problems, fmt.Sprintf("max_wal_senders = %d and %d are in use: raise max_wal_senders", maxSenders, usedSenders))
 	}
 	if !canReplicate {
-		problems = append(problems, "the source user lacks the REPLICATION attribute (ALTER ROLE ... REPLICATION)")
+		problems = append(problems, fmt.Sprintf("the source user %s lacks the REPLICATION attribute (ALTER ROLE %s REPLICATION)", user, catalog.QuoteIdent(user)))
 	}
 	if len(problems) > 0 {
 		return fmt.Errorf("source cannot replicate: %s", strings.Join(problems, "; "))
