@@ -210,3 +210,41 @@ CREATE TABLE public.other (id int PRIMARY KEY);`, "")
 		t.Errorf("tables outside the pattern or UNLOGGED reached the target")
 	}
 }
+
+// TestRunRetriesAfterTargetDeadlock makes pgsync's transaction the victim
+// of a deadlock on the target (40P01): run rolls the group back, applies it
+// again and carries on.
+func TestRunRetriesAfterTargetDeadlock(t *testing.T) {
+	e := newEnv(t, "CREATE TABLE dl (id int PRIMARY KEY, v int); INSERT INTO dl VALUES (1, 0), (2, 0);", "")
+	e.mustPgsync("bootstrap")
+	other := mustConnect(t, e.tgtURL)
+	defer other.Close(context.Background())
+	ctx := context.Background()
+	if _, err := other.Exec(ctx, "BEGIN; SELECT * FROM dl WHERE id = 2 FOR UPDATE"); err != nil {
+		t.Fatal(err)
+	}
+	bg := e.start("run")
+	e.srcExec("UPDATE dl SET v = v + 1") // row 1, then row 2: waits for the other session
+	e.waitLocked()
+	// The other session now waits for row 1, which pgsync holds: pgsync,
+	// waiting longer, detects the deadlock and is rolled back.
+	if _, err := other.Exec(ctx, "UPDATE dl SET v = 100 WHERE id = 1"); err != nil {
+		t.Fatalf("the other session lost the deadlock instead: %v", err)
+	}
+	if _, err := other.Exec(ctx, "ROLLBACK"); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 30*time.Second, "the update to be applied again", func() bool {
+		return queryOne[int](t, e.tgt, "SELECT sum(v) FROM dl") == 2
+	})
+	select {
+	case <-bg.done:
+		t.Fatalf("run exited after a deadlock\n%s", bg.stderr.String())
+	default:
+	}
+	if log := bg.stderr.String(); !strings.Contains(log, "40P01") || !strings.Contains(log, "reconnecting") {
+		t.Errorf("no deadlock retry in the log:\n%s", log)
+	}
+	sigtermWithin(t, bg, 10*time.Second)
+	e.mustVerify()
+}
