@@ -12,7 +12,9 @@ import (
 )
 
 func TestTransient(t *testing.T) {
-	pg := func(code string) error { return fmt.Errorf("apply UPDATE on public.t at 0/1: %w", &pgconn.PgError{Code: code, Message: "m"}) }
+	pg := func(code string) error {
+		return fmt.Errorf("apply UPDATE on public.t at 0/1: %w", &pgconn.PgError{Code: code, Message: "m"})
+	}
 	tests := []struct {
 		name string
 		err  error
