@@ -94,7 +94,21 @@ func (a *app) bootstrap(ctx context.Context, sv *servers, force bool) error {
 		return err
 	}
 
-	if err := prepareTargetTables(ctx, tgt, tables, force || resuming); err != nil {
+	created, err := prepareTargetTables(ctx, tgt, tables, force || resuming)
+	if err != nil {
+		return err
+	}
+	// A rerun after an interruption no longer sees the tables it created
+	// as created: build whatever of every job table's objects is missing.
+	build := created
+	if resuming {
+		build = nil
+		for i := range tables {
+			build = append(build, &tables[i])
+		}
+	}
+	objects, err := a.secondaryObjects(ctx, src, tgt, tables, build)
+	if err != nil {
 		return err
 	}
 	if err := replication.CreatePublication(ctx, src, n, tables); err != nil {
@@ -129,6 +143,19 @@ func (a *app) bootstrap(ctx context.Context, sv *servers, force bool) error {
 	if err != nil {
 		return fmt.Errorf("copy (rerun pgsync bootstrap to start over): %w", err)
 	}
+	built, err := snapshot.BuildObjects(ctx, cfg.TargetURL, cfg.Tuning.MaxParallelCopies, objects)
+	if err != nil {
+		return fmt.Errorf("create indexes and constraints (rerun pgsync bootstrap to start over): %w", err)
+	}
+	var failed []string
+	for _, b := range built {
+		if b.Err != nil {
+			a.log.Warn("not created", "object", b.Object.String(), "err", b.Err)
+			failed = append(failed, b.Object.String())
+			continue
+		}
+		a.log.Info("created", "object", b.Object.String(), "seconds", fmt.Sprintf("%.2f", b.Elapsed.Seconds()))
+	}
 	if err := apply.WriteProgress(ctx, tgt, apply.Progress{Job: cfg.Job, State: apply.StateReady, LSN: slot.ConsistentPoint}); err != nil {
 		return err
 	}
@@ -143,6 +170,13 @@ func (a *app) bootstrap(ctx context.Context, sv *servers, force bool) error {
 		"stream_from", slot.ConsistentPoint.String())
 	fmt.Fprintf(a.stdout, "bootstrapped job %s: %d tables, %d rows, %s in %.1fs; pgsync run streams from %s\n",
 		cfg.Job, len(results), rows, humanize.IBytes(uint64(bytes)), secs, slot.ConsistentPoint)
+	if len(created) > 0 {
+		fmt.Fprintf(a.stdout, "created %d tables and %d of their %d indexes and constraints", len(created), len(built)-len(failed), len(built))
+		if len(failed) > 0 {
+			fmt.Fprintf(a.stdout, "; not created (see the warnings): %s", strings.Join(failed, ", "))
+		}
+		fmt.Fprintln(a.stdout)
+	}
 	return nil
 }
 
@@ -151,26 +185,27 @@ func (a *app) bootstrap(ctx context.Context, sv *servers, force bool) error {
 // replace is set, an existing table must be empty: bootstrap never
 // overwrites data it did not copy itself. With replace, the existing tables
 // are emptied.
-func prepareTargetTables(ctx context.Context, tgt *pgx.Conn, tables []catalog.Table, replace bool) error {
+func prepareTargetTables(ctx context.Context, tgt *pgx.Conn, tables []catalog.Table, replace bool) (created []*catalog.Table, err error) {
 	var existing []*catalog.Table
 	for i := range tables {
 		src := &tables[i]
 		have, ok, err := catalog.Lookup(ctx, tgt, src.Schema, src.Name)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		if !ok {
 			ddl := fmt.Sprintf("CREATE SCHEMA IF NOT EXISTS %s; %s", catalog.QuoteIdent(src.Schema), catalog.CreateTableSQL(src))
 			if _, err := tgt.Exec(ctx, ddl); err != nil {
-				return fmt.Errorf("create table %s on target: %w", src, err)
+				return nil, fmt.Errorf("create table %s on target: %w", src, err)
 			}
+			created = append(created, src)
 			continue
 		}
 		if missing := catalog.MissingColumns(src, &have); len(missing) > 0 {
-			return failf(ExitFailed, "target table %s lacks source column(s) %s: add them on the target or drop the table so that bootstrap creates it", src, strings.Join(missing, ", "))
+			return nil, failf(ExitFailed, "target table %s lacks source column(s) %s: add them on the target or drop the table so that bootstrap creates it", src, strings.Join(missing, ", "))
 		}
 		if differ := catalog.DifferentTypes(src, &have); len(differ) > 0 {
-			return failf(ExitFailed, "target table %s: %s: values could be refused or changed on the way; give the target columns the source's types", src, strings.Join(differ, "; "))
+			return nil, failf(ExitFailed, "target table %s: %s: values could be refused or changed on the way; give the target columns the source's types", src, strings.Join(differ, "; "))
 		}
 		existing = append(existing, src)
 		if replace {
@@ -178,16 +213,53 @@ func prepareTargetTables(ctx context.Context, tgt *pgx.Conn, tables []catalog.Ta
 		}
 		var nonEmpty bool
 		if err := tgt.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM "+src.Ident()+")").Scan(&nonEmpty); err != nil {
-			return fmt.Errorf("check target table %s: %w", src, err)
+			return nil, fmt.Errorf("check target table %s: %w", src, err)
 		}
 		if nonEmpty {
-			return failf(ExitFailed, "target table %s is not empty: bootstrap copies into empty tables (empty it, or use bootstrap --force to replace its rows)", src)
+			return nil, failf(ExitFailed, "target table %s is not empty: bootstrap copies into empty tables (empty it, or use bootstrap --force to replace its rows)", src)
 		}
 	}
 	if replace && len(existing) > 0 {
-		return emptyTargetTables(ctx, tgt, existing)
+		return created, emptyTargetTables(ctx, tgt, existing)
 	}
-	return nil
+	return created, nil
+}
+
+// secondaryObjects returns the indexes and constraints to build on the
+// tables bootstrap created, after the copy, leaving out those the target
+// already has (by name). A foreign key to a table
+// outside the job, and the triggers, policies and rules, are not created:
+// each is named in a warning, so that nothing is left out silently.
+func (a *app) secondaryObjects(ctx context.Context, src, tgt *pgx.Conn, tables []catalog.Table, created []*catalog.Table) ([]catalog.Object, error) {
+	inJob := make(map[string]bool, len(tables))
+	for i := range tables {
+		inJob[tables[i].String()] = true
+	}
+	var objs []catalog.Object
+	for _, t := range created {
+		o, left, err := catalog.SecondaryObjects(ctx, src, t)
+		if err != nil {
+			return nil, err
+		}
+		for _, obj := range o {
+			exists, err := catalog.ObjectExists(ctx, tgt, &obj)
+			if err != nil {
+				return nil, err
+			}
+			if exists {
+				continue
+			}
+			if obj.Kind == "foreign key" && !inJob[obj.References] {
+				a.log.Warn("not created: it references a table outside the job", "object", obj.String(), "references", obj.References)
+				continue
+			}
+			objs = append(objs, obj)
+		}
+		for _, u := range left {
+			a.log.Warn("not created: pgsync creates no "+u.Kind+"s", "table", t.String(), u.Kind, u.Name)
+		}
+	}
+	return objs, nil
 }
 
 // emptyTargetTables empties the job's existing target tables before a copy

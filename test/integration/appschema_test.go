@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 )
 
 // appSchemaDDL is shaped like an application's schema: types and domains,
@@ -196,4 +198,61 @@ BEGIN INSERT INTO public.replica_log VALUES (NEW.id, NEW.status); RETURN NEW; EN
 	if n := queryOne[int](t, e.tgt, "SELECT count(*) FROM replica_log"); n == 0 {
 		t.Error("the ENABLE ALWAYS trigger did not fire for replicated rows")
 	}
+}
+
+// TestBootstrapCreatesIndexesAndConstraints bootstraps into an empty target
+// and compares, by name and definition, the indexes and the UNIQUE, CHECK
+// and FOREIGN KEY constraints of the job's tables on both sides; triggers
+// are not created and each is named in a warning.
+func TestBootstrapCreatesIndexesAndConstraints(t *testing.T) {
+	e := newEnv(t, `CREATE TABLE customers (id bigint PRIMARY KEY, email text NOT NULL UNIQUE, name text, score int CHECK (score BETWEEN 0 AND 100));
+CREATE TABLE orders (id int PRIMARY KEY, customer_id bigint NOT NULL REFERENCES customers ON DELETE CASCADE, status text NOT NULL,
+  total numeric(12,2), CONSTRAINT positive_total CHECK (total >= 0));
+CREATE INDEX orders_customer ON orders (customer_id);
+CREATE INDEX orders_open ON orders (status) WHERE status <> 'shipped';
+CREATE INDEX customers_lower_email ON customers (lower(email));
+CREATE TABLE order_items (order_id int REFERENCES orders ON DELETE CASCADE DEFERRABLE INITIALLY DEFERRED, line int, qty int, PRIMARY KEY (order_id, line));
+CREATE FUNCTION noop() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RETURN NEW; END $$;
+CREATE TRIGGER orders_noop BEFORE UPDATE ON orders FOR EACH ROW EXECUTE FUNCTION noop();
+INSERT INTO customers SELECT g, 'c' || g || '@x', 'n', g % 100 FROM generate_series(1, 1000) g;
+INSERT INTO orders SELECT g, 1 + g % 1000, CASE WHEN g % 3 = 0 THEN 'shipped' ELSE 'new' END, g FROM generate_series(1, 5000) g;
+INSERT INTO order_items SELECT o, l, l FROM generate_series(1, 5000) o, generate_series(1, 2) l;`, "")
+	r := e.mustPgsync("bootstrap")
+	if !strings.Contains(r.stderr, "orders_noop") || !strings.Contains(r.stderr, "trigger") {
+		t.Errorf("no warning names the trigger left out:\n%s", r.stderr)
+	}
+	if !strings.Contains(r.stdout, "created 3 tables") {
+		t.Errorf("bootstrap output does not list what it created: %s", r.stdout)
+	}
+	defs := func(c interface {
+		Query(context.Context, string, ...any) (pgx.Rows, error)
+	}) string {
+		rows, err := c.Query(context.Background(), `
+SELECT string_agg(d, E'\n' ORDER BY d) FROM (
+  SELECT 'index ' || indexname || ': ' || indexdef AS d FROM pg_indexes WHERE schemaname = 'public'
+  UNION ALL
+  SELECT 'constraint ' || conrelid::regclass || '.' || conname || ': ' || pg_get_constraintdef(oid)
+  FROM pg_constraint WHERE connamespace = 'public'::regnamespace) x`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer rows.Close()
+		var s string
+		for rows.Next() {
+			if err := rows.Scan(&s); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return s
+	}
+	src, tgt := defs(e.src), defs(e.tgt)
+	if src != tgt {
+		t.Errorf("indexes and constraints differ\nsource:\n%s\ntarget:\n%s", src, tgt)
+	}
+	if n := strings.Count(tgt, "\n") + 1; n < 10 {
+		t.Errorf("only %d indexes and constraints compared:\n%s", n, tgt)
+	}
+	e.srcExec("DELETE FROM customers WHERE id <= 10") // cascades on the source, replicated as row deletes
+	e.catchUp()
+	e.mustVerify()
 }

@@ -1,0 +1,108 @@
+package catalog
+
+import (
+	"context"
+	"fmt"
+)
+
+// Object is something bootstrap adds to a table it created, after the
+// table's rows are copied: a secondary index, or a UNIQUE, CHECK, EXCLUDE
+// or FOREIGN KEY constraint. SQL creates it on another database.
+type Object struct {
+	Table *Table
+	Kind  string // "index", "unique", "check", "exclude", "foreign key"
+	Name  string
+	SQL   string
+	// References is the table a foreign key points to, as schema.name.
+	References string
+}
+
+// String names the object for the operator.
+func (o *Object) String() string { return fmt.Sprintf("%s %s on %s", o.Kind, o.Name, o.Table) }
+
+// Unported is something of a table that bootstrap does not create.
+type Unported struct {
+	Table *Table
+	Kind  string // "trigger", "policy", "rule"
+	Name  string
+}
+
+// SecondaryObjects returns the indexes (other than those of the primary
+// key and of constraints) and the UNIQUE, CHECK, EXCLUDE and FOREIGN KEY
+// constraints of t on the source, from pg_get_indexdef and
+// pg_get_constraintdef, and the triggers, policies and rules bootstrap
+// leaves out.
+func SecondaryObjects(ctx context.Context, q Querier, t *Table) (objs []Object, left []Unported, err error) {
+	rows, err := q.Query(ctx, `
+SELECT 'index', ic.relname::text, pg_get_indexdef(i.indexrelid), ''
+FROM pg_index i JOIN pg_class ic ON ic.oid = i.indexrelid
+WHERE i.indrelid = $1::regclass AND NOT i.indisprimary
+  AND NOT EXISTS (SELECT 1 FROM pg_constraint c WHERE c.conindid = i.indexrelid AND c.conrelid = i.indrelid)
+UNION ALL
+SELECT CASE c.contype WHEN 'u' THEN 'unique' WHEN 'c' THEN 'check' WHEN 'x' THEN 'exclude' ELSE 'foreign key' END,
+       c.conname::text, pg_get_constraintdef(c.oid),
+       CASE WHEN c.contype = 'f' THEN (SELECT n.nspname || '.' || r.relname FROM pg_class r JOIN pg_namespace n ON n.oid = r.relnamespace WHERE r.oid = c.confrelid) ELSE '' END
+FROM pg_constraint c
+WHERE c.conrelid = $1::regclass AND c.contype IN ('u', 'c', 'x', 'f')
+ORDER BY 1, 2`, t.Ident())
+	if err != nil {
+		return nil, nil, fmt.Errorf("read indexes and constraints of %s: %w", t, err)
+	}
+	for rows.Next() {
+		o := Object{Table: t}
+		var def string
+		if err := rows.Scan(&o.Kind, &o.Name, &def, &o.References); err != nil {
+			rows.Close()
+			return nil, nil, fmt.Errorf("read indexes and constraints of %s: %w", t, err)
+		}
+		if o.Kind == "index" {
+			o.SQL = def // CREATE INDEX name ON schema.table ...
+		} else {
+			o.SQL = fmt.Sprintf("ALTER TABLE %s ADD CONSTRAINT %s %s", t.Ident(), QuoteIdent(o.Name), def)
+		}
+		objs = append(objs, o)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, nil, fmt.Errorf("read indexes and constraints of %s: %w", t, err)
+	}
+	rows, err = q.Query(ctx, `
+SELECT 'trigger', tgname::text FROM pg_trigger WHERE tgrelid = $1::regclass AND NOT tgisinternal
+UNION ALL SELECT 'policy', polname::text FROM pg_policy WHERE polrelid = $1::regclass
+UNION ALL SELECT 'rule', rulename::text FROM pg_rewrite WHERE ev_class = $1::regclass AND rulename <> '_RETURN'
+ORDER BY 1, 2`, t.Ident())
+	if err != nil {
+		return nil, nil, fmt.Errorf("read triggers of %s: %w", t, err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		u := Unported{Table: t}
+		if err := rows.Scan(&u.Kind, &u.Name); err != nil {
+			return nil, nil, fmt.Errorf("read triggers of %s: %w", t, err)
+		}
+		left = append(left, u)
+	}
+	return objs, left, rows.Err()
+}
+
+// ObjectExists reports whether the target already has an object of o's
+// name: an index in the table's schema, or a constraint on the table.
+func ObjectExists(ctx context.Context, q Querier, o *Object) (bool, error) {
+	sql, args := `SELECT EXISTS (SELECT 1 FROM pg_constraint WHERE conrelid = to_regclass($1) AND conname = $2)`, []any{o.Table.Ident(), o.Name}
+	if o.Kind == "index" {
+		sql, args = `SELECT EXISTS (SELECT 1 FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+WHERE n.nspname = $1 AND c.relname = $2)`, []any{o.Table.Schema, o.Name}
+	}
+	rows, err := q.Query(ctx, sql, args...)
+	if err != nil {
+		return false, fmt.Errorf("look up %s on the target: %w", o, err)
+	}
+	defer rows.Close()
+	var exists bool
+	if rows.Next() {
+		if err := rows.Scan(&exists); err != nil {
+			return false, err
+		}
+	}
+	return exists, rows.Err()
+}
