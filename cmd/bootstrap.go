@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -94,7 +95,7 @@ func (a *app) bootstrap(ctx context.Context, sv *servers, force bool) error {
 		return err
 	}
 
-	created, err := prepareTargetTables(ctx, tgt, tables, force || resuming)
+	created, err := a.prepareTargetTables(ctx, src, tgt, tables, force || resuming)
 	if err != nil {
 		return err
 	}
@@ -185,22 +186,25 @@ func (a *app) bootstrap(ctx context.Context, sv *servers, force bool) error {
 // replace is set, an existing table must be empty: bootstrap never
 // overwrites data it did not copy itself. With replace, the existing tables
 // are emptied.
-func prepareTargetTables(ctx context.Context, tgt *pgx.Conn, tables []catalog.Table, replace bool) (created []*catalog.Table, err error) {
+func (a *app) prepareTargetTables(ctx context.Context, srcConn, tgt *pgx.Conn, tables []catalog.Table, replace bool) (created []*catalog.Table, err error) {
 	var existing []*catalog.Table
+	have := make([]catalog.Table, len(tables))
 	for i := range tables {
-		src := &tables[i]
-		have, ok, err := catalog.Lookup(ctx, tgt, src.Schema, src.Name)
-		if err != nil {
+		var ok bool
+		if have[i], ok, err = catalog.Lookup(ctx, tgt, tables[i].Schema, tables[i].Name); err != nil {
 			return nil, err
 		}
 		if !ok {
-			ddl := fmt.Sprintf("CREATE SCHEMA IF NOT EXISTS %s; %s", catalog.QuoteIdent(src.Schema), catalog.CreateTableSQL(src))
-			if _, err := tgt.Exec(ctx, ddl); err != nil {
-				return nil, fmt.Errorf("create table %s on target: %w", src, err)
-			}
-			created = append(created, src)
+			created = append(created, &tables[i])
+		}
+	}
+	// Existing tables are checked before anything is created.
+	for i := range tables {
+		src := &tables[i]
+		if slices.Contains(created, src) {
 			continue
 		}
+		have := have[i]
 		if missing := catalog.MissingColumns(src, &have); len(missing) > 0 {
 			return nil, failf(ExitFailed, "target table %s lacks source column(s) %s: add them on the target or drop the table so that bootstrap creates it", src, strings.Join(missing, ", "))
 		}
@@ -218,6 +222,16 @@ func prepareTargetTables(ctx context.Context, tgt *pgx.Conn, tables []catalog.Ta
 		if nonEmpty {
 			return nil, failf(ExitFailed, "target table %s is not empty: bootstrap copies into empty tables (empty it, or use bootstrap --force to replace its rows)", src)
 		}
+	}
+	if err := a.createTypes(ctx, srcConn, tgt, created); err != nil {
+		return nil, err
+	}
+	for _, src := range created {
+		ddl := fmt.Sprintf("CREATE SCHEMA IF NOT EXISTS %s; %s", catalog.QuoteIdent(src.Schema), catalog.CreateTableSQL(src))
+		if _, err := tgt.Exec(ctx, ddl); err != nil {
+			return nil, fmt.Errorf("create table %s on target: %w", src, err)
+		}
+		a.log.Info("created", "table", src.String())
 	}
 	if replace && len(existing) > 0 {
 		return created, emptyTargetTables(ctx, tgt, existing)
@@ -260,6 +274,33 @@ func (a *app) secondaryObjects(ctx context.Context, src, tgt *pgx.Conn, tables [
 		}
 	}
 	return objs, nil
+}
+
+// createTypes creates on the target the enum, domain, composite and range
+// types that the tables to create use and the target lacks, dependencies
+// first.
+func (a *app) createTypes(ctx context.Context, src, tgt *pgx.Conn, tables []*catalog.Table) error {
+	if len(tables) == 0 {
+		return nil
+	}
+	types, err := catalog.UsedTypes(ctx, src, tables)
+	if err != nil {
+		return err
+	}
+	for _, u := range types {
+		exists, err := catalog.TypeExists(ctx, tgt, u.Schema, u.Name)
+		if err != nil {
+			return err
+		}
+		if exists {
+			continue
+		}
+		if _, err := tgt.Exec(ctx, fmt.Sprintf("CREATE SCHEMA IF NOT EXISTS %s; %s", catalog.QuoteIdent(u.Schema), u.SQL)); err != nil {
+			return fmt.Errorf("create type %s on target: %w", u, err)
+		}
+		a.log.Info("created", "type", u.String())
+	}
+	return nil
 }
 
 // emptyTargetTables empties the job's existing target tables before a copy

@@ -1,0 +1,92 @@
+package catalog
+
+import (
+	"context"
+	"fmt"
+)
+
+// UserType is an enum, domain, composite or range type a table's columns
+// use, directly or through another type, with the statement that creates
+// it on another database.
+type UserType struct {
+	Schema, Name string
+	SQL          string
+}
+
+// String returns schema.name.
+func (u UserType) String() string { return u.Schema + "." + u.Name }
+
+// UsedTypes returns the user-defined types the columns of tables use, on the
+// source, each after the types it depends on (a domain after its base type,
+// a composite after its attributes' types, arrays through their element
+// type), with the DDL that recreates it.
+func UsedTypes(ctx context.Context, q Querier, tables []*Table) ([]UserType, error) {
+	idents := make([]string, len(tables))
+	for i, t := range tables {
+		idents[i] = t.Ident()
+	}
+	rows, err := q.Query(ctx, `
+WITH RECURSIVE used(oid, depth) AS (
+  SELECT a.atttypid, 0 FROM pg_attribute a
+  WHERE a.attrelid = ANY (SELECT to_regclass(x) FROM unnest($1::text[]) x) AND a.attnum > 0 AND NOT a.attisdropped
+  UNION
+  SELECT d.dep, u.depth + 1 FROM used u
+  CROSS JOIN LATERAL (
+    SELECT t.typelem AS dep FROM pg_type t WHERE t.oid = u.oid AND t.typcategory = 'A' AND t.typelem <> 0
+    UNION ALL SELECT t.typbasetype FROM pg_type t WHERE t.oid = u.oid AND t.typtype = 'd'
+    UNION ALL SELECT a.atttypid FROM pg_type t JOIN pg_attribute a ON a.attrelid = t.typrelid AND a.attnum > 0 AND NOT a.attisdropped
+              WHERE t.oid = u.oid AND t.typtype = 'c'
+    UNION ALL SELECT r.rngsubtype FROM pg_range r WHERE r.rngtypid = u.oid) d
+  WHERE u.depth < 20
+)
+SELECT n.nspname::text, t.typname::text,
+  CASE t.typtype
+  WHEN 'e' THEN format('CREATE TYPE %I.%I AS ENUM (%s)', n.nspname, t.typname,
+       (SELECT string_agg(quote_literal(e.enumlabel), ', ' ORDER BY e.enumsortorder) FROM pg_enum e WHERE e.enumtypid = t.oid))
+  WHEN 'd' THEN format('CREATE DOMAIN %I.%I AS %s', n.nspname, t.typname, format_type(t.typbasetype, t.typtypmod))
+       || coalesce(' DEFAULT ' || t.typdefault, '') || CASE WHEN t.typnotnull THEN ' NOT NULL' ELSE '' END
+       || coalesce((SELECT string_agg(format(' CONSTRAINT %I ', c.conname) || pg_get_constraintdef(c.oid), '' ORDER BY c.conname)
+                    FROM pg_constraint c WHERE c.contypid = t.oid), '')
+  WHEN 'c' THEN format('CREATE TYPE %I.%I AS (%s)', n.nspname, t.typname,
+       (SELECT string_agg(format('%I %s', a.attname, format_type(a.atttypid, a.atttypmod)), ', ' ORDER BY a.attnum)
+        FROM pg_attribute a WHERE a.attrelid = t.typrelid AND a.attnum > 0 AND NOT a.attisdropped))
+  WHEN 'r' THEN format('CREATE TYPE %I.%I AS RANGE (SUBTYPE = %s)', n.nspname, t.typname,
+       (SELECT format_type(r.rngsubtype, NULL) FROM pg_range r WHERE r.rngtypid = t.oid))
+  END
+FROM (SELECT oid, max(depth) AS depth FROM used GROUP BY oid) u
+JOIN pg_type t ON t.oid = u.oid
+JOIN pg_namespace n ON n.oid = t.typnamespace
+WHERE n.nspname NOT IN ('pg_catalog', 'information_schema') AND t.typtype IN ('e', 'd', 'c', 'r')
+  AND (t.typtype <> 'c' OR (SELECT relkind FROM pg_class WHERE oid = t.typrelid) = 'c')
+ORDER BY u.depth DESC, 1, 2`, idents)
+	if err != nil {
+		return nil, fmt.Errorf("read the types the job's columns use: %w", err)
+	}
+	defer rows.Close()
+	var out []UserType
+	for rows.Next() {
+		var u UserType
+		if err := rows.Scan(&u.Schema, &u.Name, &u.SQL); err != nil {
+			return nil, fmt.Errorf("read the types the job's columns use: %w", err)
+		}
+		out = append(out, u)
+	}
+	return out, rows.Err()
+}
+
+// TypeExists reports whether the database has a type named schema.name.
+func TypeExists(ctx context.Context, q Querier, schema, name string) (bool, error) {
+	rows, err := q.Query(ctx, `SELECT EXISTS (SELECT 1 FROM pg_type t JOIN pg_namespace n ON n.oid = t.typnamespace
+WHERE n.nspname = $1 AND t.typname = $2)`, schema, name)
+	if err != nil {
+		return false, fmt.Errorf("look up type %s.%s: %w", schema, name, err)
+	}
+	defer rows.Close()
+	var exists bool
+	if rows.Next() {
+		if err := rows.Scan(&exists); err != nil {
+			return false, err
+		}
+	}
+	return exists, rows.Err()
+}
