@@ -61,6 +61,13 @@ type Table struct {
 	HasIdentityIndex bool
 	// SizeBytes is the table's on-disk size, used to copy the largest first.
 	SizeBytes int64
+	// PartitionOf is the partitioned table this table is a partition of
+	// (schema and name only), with PartitionBound its FOR VALUES clause;
+	// nil for a table that is not a partition.
+	PartitionOf    *Table
+	PartitionBound string
+	// PartitionKey is the PARTITION BY clause of a partitioned table.
+	PartitionKey string
 }
 
 // String returns schema.name for messages.
@@ -195,7 +202,11 @@ SELECT coalesce(a.attname::text, ''), coalesce(format_type(a.atttypid, a.atttypm
                  CROSS JOIN LATERAL unnest(i.indkey) WITH ORDINALITY AS x(attnum, n)
                  JOIN pg_attribute k ON k.attrelid = i.indrelid AND k.attnum = x.attnum
                  WHERE i.indrelid = c.oid AND i.indisprimary), '{}'),
-       EXISTS (SELECT 1 FROM pg_index i WHERE i.indrelid = c.oid AND i.indisreplident)
+       EXISTS (SELECT 1 FROM pg_index i WHERE i.indrelid = c.oid AND i.indisreplident),
+       coalesce((SELECT pn.nspname || '|' || p.relname || '|' || pg_get_expr(c.relpartbound, c.oid)
+                 FROM pg_inherits h JOIN pg_class p ON p.oid = h.inhparent JOIN pg_namespace pn ON pn.oid = p.relnamespace
+                 WHERE h.inhrelid = c.oid AND c.relispartition), ''),
+       CASE WHEN c.relkind = 'p' THEN pg_get_partkeydef(c.oid) ELSE '' END
 FROM pg_class c
 JOIN pg_namespace n ON n.oid = c.relnamespace
 LEFT JOIN pg_attribute a ON a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped -- a table may have no column
@@ -208,9 +219,10 @@ ORDER BY a.attnum`, t.Schema, t.Name)
 	defer rows.Close()
 	for rows.Next() {
 		var c Column
-		var def, gen, ident, identity, seq string
+		var def, gen, ident, identity, seq, partOf string
 		var pk []string
-		if err := rows.Scan(&c.Name, &c.Type, &c.BaseType, &identity, &c.NotNull, &seq, &def, &gen, &ident, &t.SizeBytes, &pk, &t.HasIdentityIndex); err != nil {
+		if err := rows.Scan(&c.Name, &c.Type, &c.BaseType, &identity, &c.NotNull, &seq, &def, &gen, &ident, &t.SizeBytes, &pk, &t.HasIdentityIndex,
+			&partOf, &t.PartitionKey); err != nil {
 			return fmt.Errorf("load columns of %s: %w", t.String(), err)
 		}
 		if identity != "" {
@@ -228,6 +240,10 @@ ORDER BY a.attnum`, t.Schema, t.Name)
 			// A default that takes from the column's own sequence (serial)
 			// is portable: CreateTableSQL creates the sequence.
 			c.Default = def
+		}
+		if parts := strings.SplitN(partOf, "|", 3); len(parts) == 3 {
+			t.PartitionOf = &Table{Schema: parts[0], Name: parts[1]}
+			t.PartitionBound = parts[2]
 		}
 		t.ReplicaIdentity = ident[0]
 		t.PrimaryKey = pk
@@ -249,8 +265,15 @@ ORDER BY a.attnum`, t.Schema, t.Name)
 // columns with their sequence options, the sequences of serial columns
 // (owned by them, defaults kept) and the primary key. Secondary indexes and
 // constraints come later (SecondaryObjects); triggers are not recreated.
+// A partition is created as a partition of its (existing) parent, with the
+// same bounds; a partitioned table with its PARTITION BY.
 func CreateTableSQL(t *Table) string {
 	var b strings.Builder
+	if t.PartitionOf != nil {
+		// Columns, keys and defaults come from the partitioned table.
+		fmt.Fprintf(&b, "CREATE TABLE %s PARTITION OF %s %s", t.Ident(), t.PartitionOf.Ident(), t.PartitionBound)
+		return b.String()
+	}
 	// Sequences of serial columns first: their defaults name them.
 	for _, c := range t.Columns {
 		if c.Sequence != "" && c.Identity == 0 {
@@ -289,6 +312,9 @@ func CreateTableSQL(t *Table) string {
 		b.WriteString(")")
 	}
 	b.WriteString(")")
+	if t.PartitionKey != "" {
+		fmt.Fprintf(&b, " PARTITION BY %s", t.PartitionKey)
+	}
 	for _, c := range t.Columns {
 		if c.Sequence != "" && c.Identity == 0 {
 			fmt.Fprintf(&b, "; ALTER SEQUENCE %s OWNED BY %s.%s", c.Sequence, t.Ident(), QuoteIdent(c.Name))

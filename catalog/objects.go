@@ -3,6 +3,7 @@ package catalog
 import (
 	"context"
 	"fmt"
+	"strings"
 )
 
 // Object is something bootstrap adds to a table it created, after the
@@ -38,12 +39,14 @@ SELECT 'index', ic.relname::text, pg_get_indexdef(i.indexrelid), ''
 FROM pg_index i JOIN pg_class ic ON ic.oid = i.indexrelid
 WHERE i.indrelid = $1::regclass AND NOT i.indisprimary
   AND NOT EXISTS (SELECT 1 FROM pg_constraint c WHERE c.conindid = i.indexrelid AND c.conrelid = i.indrelid)
+  AND NOT EXISTS (SELECT 1 FROM pg_inherits h WHERE h.inhrelid = i.indexrelid) -- a partition's copy of its parent's index
 UNION ALL
 SELECT CASE c.contype WHEN 'u' THEN 'unique' WHEN 'c' THEN 'check' WHEN 'x' THEN 'exclude' ELSE 'foreign key' END,
        c.conname::text, pg_get_constraintdef(c.oid),
        CASE WHEN c.contype = 'f' THEN (SELECT n.nspname || '.' || r.relname FROM pg_class r JOIN pg_namespace n ON n.oid = r.relnamespace WHERE r.oid = c.confrelid) ELSE '' END
 FROM pg_constraint c
 WHERE c.conrelid = $1::regclass AND c.contype IN ('u', 'c', 'x', 'f')
+  AND c.conislocal AND c.conparentid = 0 -- not inherited from a parent
 ORDER BY 1, 2`, t.Ident())
 	if err != nil {
 		return nil, nil, fmt.Errorf("read indexes and constraints of %s: %w", t, err)
@@ -56,7 +59,9 @@ ORDER BY 1, 2`, t.Ident())
 			return nil, nil, fmt.Errorf("read indexes and constraints of %s: %w", t, err)
 		}
 		if o.Kind == "index" {
-			o.SQL = def // CREATE INDEX name ON schema.table ...
+			// CREATE INDEX name ON schema.table ...; on a partitioned table
+			// "ON ONLY", which would leave the partitions without it.
+			o.SQL = strings.Replace(def, " ON ONLY ", " ON ", 1)
 		} else {
 			o.SQL = fmt.Sprintf("ALTER TABLE %s ADD CONSTRAINT %s %s", t.Ident(), QuoteIdent(o.Name), def)
 		}

@@ -95,13 +95,13 @@ func (a *app) bootstrap(ctx context.Context, sv *servers, force bool) error {
 		return err
 	}
 
-	created, err := a.prepareTargetTables(ctx, src, tgt, tables, force || resuming)
+	created, parents, err := a.prepareTargetTables(ctx, src, tgt, tables, force || resuming)
 	if err != nil {
 		return err
 	}
 	// A rerun after an interruption no longer sees the tables it created
 	// as created: build whatever of every job table's objects is missing.
-	build := created
+	build := append(parents, created...)
 	if resuming {
 		build = nil
 		for i := range tables {
@@ -172,7 +172,11 @@ func (a *app) bootstrap(ctx context.Context, sv *servers, force bool) error {
 	fmt.Fprintf(a.stdout, "bootstrapped job %s: %d tables, %d rows, %s in %.1fs; pgsync run streams from %s\n",
 		cfg.Job, len(results), rows, humanize.IBytes(uint64(bytes)), secs, slot.ConsistentPoint)
 	if len(created) > 0 {
-		fmt.Fprintf(a.stdout, "created %d tables and %d of their %d indexes and constraints", len(created), len(built)-len(failed), len(built))
+		fmt.Fprintf(a.stdout, "created %d tables", len(created))
+		if len(parents) > 0 {
+			fmt.Fprintf(a.stdout, " (and %d partitioned tables they belong to)", len(parents))
+		}
+		fmt.Fprintf(a.stdout, ", %d of their %d indexes and constraints", len(built)-len(failed), len(built))
 		if len(failed) > 0 {
 			fmt.Fprintf(a.stdout, "; not created (see the warnings): %s", strings.Join(failed, ", "))
 		}
@@ -186,13 +190,13 @@ func (a *app) bootstrap(ctx context.Context, sv *servers, force bool) error {
 // replace is set, an existing table must be empty: bootstrap never
 // overwrites data it did not copy itself. With replace, the existing tables
 // are emptied.
-func (a *app) prepareTargetTables(ctx context.Context, srcConn, tgt *pgx.Conn, tables []catalog.Table, replace bool) (created []*catalog.Table, err error) {
+func (a *app) prepareTargetTables(ctx context.Context, srcConn, tgt *pgx.Conn, tables []catalog.Table, replace bool) (created, parents []*catalog.Table, err error) {
 	var existing []*catalog.Table
 	have := make([]catalog.Table, len(tables))
 	for i := range tables {
 		var ok bool
 		if have[i], ok, err = catalog.Lookup(ctx, tgt, tables[i].Schema, tables[i].Name); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		if !ok {
 			created = append(created, &tables[i])
@@ -206,10 +210,10 @@ func (a *app) prepareTargetTables(ctx context.Context, srcConn, tgt *pgx.Conn, t
 		}
 		have := have[i]
 		if missing := catalog.MissingColumns(src, &have); len(missing) > 0 {
-			return nil, failf(ExitFailed, "target table %s lacks source column(s) %s: add them on the target or drop the table so that bootstrap creates it", src, strings.Join(missing, ", "))
+			return nil, nil, failf(ExitFailed, "target table %s lacks source column(s) %s: add them on the target or drop the table so that bootstrap creates it", src, strings.Join(missing, ", "))
 		}
 		if differ := catalog.DifferentTypes(src, &have); len(differ) > 0 {
-			return nil, failf(ExitFailed, "target table %s: %s: values could be refused or changed on the way; give the target columns the source's types", src, strings.Join(differ, "; "))
+			return nil, nil, failf(ExitFailed, "target table %s: %s: values could be refused or changed on the way; give the target columns the source's types", src, strings.Join(differ, "; "))
 		}
 		existing = append(existing, src)
 		if replace {
@@ -217,26 +221,67 @@ func (a *app) prepareTargetTables(ctx context.Context, srcConn, tgt *pgx.Conn, t
 		}
 		var nonEmpty bool
 		if err := tgt.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM "+src.Ident()+")").Scan(&nonEmpty); err != nil {
-			return nil, fmt.Errorf("check target table %s: %w", src, err)
+			return nil, nil, fmt.Errorf("check target table %s: %w", src, err)
 		}
 		if nonEmpty {
-			return nil, failf(ExitFailed, "target table %s is not empty: bootstrap copies into empty tables (empty it, or use bootstrap --force to replace its rows)", src)
+			return nil, nil, failf(ExitFailed, "target table %s is not empty: bootstrap copies into empty tables (empty it, or use bootstrap --force to replace its rows)", src)
 		}
 	}
 	if err := a.createTypes(ctx, srcConn, tgt, created); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	for _, src := range created {
+	if parents, err = missingParents(ctx, srcConn, tgt, created); err != nil {
+		return nil, nil, err
+	}
+	for _, src := range append(parents, created...) {
 		ddl := fmt.Sprintf("CREATE SCHEMA IF NOT EXISTS %s; %s", catalog.QuoteIdent(src.Schema), catalog.CreateTableSQL(src))
 		if _, err := tgt.Exec(ctx, ddl); err != nil {
-			return nil, fmt.Errorf("create table %s on target: %w", src, err)
+			return nil, nil, fmt.Errorf("create table %s on target: %w", src, err)
 		}
 		a.log.Info("created", "table", src.String())
 	}
 	if replace && len(existing) > 0 {
-		return created, emptyTargetTables(ctx, tgt, existing)
+		return created, parents, emptyTargetTables(ctx, tgt, existing)
 	}
-	return created, nil
+	return created, parents, nil
+}
+
+// missingParents returns the partitioned tables that the partitions to
+// create belong to and the target lacks, loaded from the source, each
+// before its own partitions (a parent that is itself a partition comes
+// after its parent).
+func missingParents(ctx context.Context, src, tgt *pgx.Conn, created []*catalog.Table) ([]*catalog.Table, error) {
+	var parents []*catalog.Table
+	seen := make(map[string]bool)
+	var add func(t *catalog.Table) error
+	add = func(t *catalog.Table) error {
+		p := t.PartitionOf
+		if p == nil || seen[p.String()] {
+			return nil
+		}
+		seen[p.String()] = true
+		if _, ok, err := catalog.Lookup(ctx, tgt, p.Schema, p.Name); err != nil || ok {
+			return err
+		}
+		parent, ok, err := catalog.Lookup(ctx, src, p.Schema, p.Name)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return fmt.Errorf("partition %s: its partitioned table %s is gone from the source", t, p)
+		}
+		if err := add(&parent); err != nil {
+			return err
+		}
+		parents = append(parents, &parent)
+		return nil
+	}
+	for _, t := range created {
+		if err := add(t); err != nil {
+			return nil, err
+		}
+	}
+	return parents, nil
 }
 
 // secondaryObjects returns the indexes and constraints to build on the
@@ -248,6 +293,9 @@ func (a *app) secondaryObjects(ctx context.Context, src, tgt *pgx.Conn, tables [
 	inJob := make(map[string]bool, len(tables))
 	for i := range tables {
 		inJob[tables[i].String()] = true
+	}
+	for _, t := range created { // partitioned parents created for the job's partitions
+		inJob[t.String()] = true
 	}
 	var objs []catalog.Object
 	for _, t := range created {

@@ -299,3 +299,37 @@ INSERT INTO people (m, moods, home, band) SELECT 'happy', ARRAY['ok', 'sad']::mo
 	e.catchUp()
 	e.mustVerify()
 }
+
+// TestAppSchemaIntoEmptyTarget bootstraps the application schema into an
+// empty target: afterwards the target has the source's types, indexes,
+// constraints, foreign keys and partitions (compared by name and definition
+// in pg_indexes, pg_constraint and pg_inherits), and the workload streams
+// into it.
+func TestAppSchemaIntoEmptyTarget(t *testing.T) {
+	e := newEnv(t, appSchemaDDL, "")
+	e.mustPgsync("bootstrap")
+	shape := func(c *pgx.Conn) string {
+		return queryOne[string](t, c, `SELECT string_agg(d, E'\n' ORDER BY d) FROM (
+  SELECT 'index ' || indexname || ': ' || indexdef AS d FROM pg_indexes WHERE schemaname = 'public'
+  UNION ALL SELECT 'constraint ' || coalesce(conrelid::regclass::text, contypid::regtype::text) || '.' || conname || ': ' || pg_get_constraintdef(oid)
+  FROM pg_constraint WHERE connamespace = 'public'::regnamespace
+  UNION ALL SELECT 'partition ' || inhrelid::regclass || ' of ' || inhparent::regclass || ' ' || pg_get_expr(c.relpartbound, c.oid)
+  FROM pg_inherits JOIN pg_class c ON c.oid = inhrelid WHERE c.relkind IN ('r', 'p')
+  UNION ALL SELECT 'type ' || typname || ' ' || typtype::text FROM pg_type
+  WHERE typnamespace = 'public'::regnamespace AND typtype IN ('e', 'd', 'c', 'r') AND typrelid = 0) x`)
+	}
+	src, tgt := shape(e.src), shape(e.tgt)
+	if src != tgt {
+		t.Errorf("the created target differs from the source\nsource:\n%s\ntarget:\n%s", src, tgt)
+	}
+	for _, want := range []string{"index orders_open", "orders_customer_id_fkey", "order_items_order_id_fkey", "partition events_2026 of events", "type order_status e", "type email d", "customers_email_key", "order_items_qty_check"} {
+		if !strings.Contains(tgt, want) {
+			t.Errorf("the target lacks %q:\n%s", want, tgt)
+		}
+	}
+	for _, sql := range appWorkload {
+		e.srcExec(sql)
+	}
+	e.catchUp()
+	e.mustVerify()
+}
