@@ -90,3 +90,60 @@ WHERE n.nspname = $1 AND t.typname = $2)`, schema, name)
 	}
 	return exists, rows.Err()
 }
+
+// MissingDefaultFunctions returns the user-defined functions that the
+// column defaults of tables call on the source and that the target lacks
+// (by signature), as "table.column: function(args)", so that bootstrap can
+// name them all before it creates anything.
+func MissingDefaultFunctions(ctx context.Context, src, tgt Querier, tables []*Table) ([]string, error) {
+	idents := make([]string, len(tables))
+	for i, t := range tables {
+		idents[i] = t.Ident()
+	}
+	rows, err := src.Query(ctx, `
+SELECT DISTINCT n.nspname || '.' || c.relname || '.' || a.attname, p.oid::regprocedure::text
+FROM pg_attrdef d
+JOIN pg_class c ON c.oid = d.adrelid JOIN pg_namespace n ON n.oid = c.relnamespace
+JOIN pg_attribute a ON a.attrelid = d.adrelid AND a.attnum = d.adnum
+JOIN pg_depend dp ON dp.classid = 'pg_attrdef'::regclass AND dp.objid = d.oid AND dp.refclassid = 'pg_proc'::regclass
+JOIN pg_proc p ON p.oid = dp.refobjid
+WHERE d.adrelid = ANY (SELECT to_regclass(x) FROM unnest($1::text[]) x)
+  AND p.pronamespace <> 'pg_catalog'::regnamespace
+ORDER BY 1, 2`, idents)
+	if err != nil {
+		return nil, fmt.Errorf("read the functions column defaults call: %w", err)
+	}
+	type use struct{ column, fn string }
+	var uses []use
+	for rows.Next() {
+		var u use
+		if err := rows.Scan(&u.column, &u.fn); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		uses = append(uses, u)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	var missing []string
+	for _, u := range uses {
+		r, err := tgt.Query(ctx, "SELECT to_regprocedure($1) IS NOT NULL", u.fn)
+		if err != nil {
+			return nil, fmt.Errorf("look up function %s on the target: %w", u.fn, err)
+		}
+		exists := false
+		if r.Next() {
+			err = r.Scan(&exists)
+		}
+		r.Close()
+		if err != nil {
+			return nil, err
+		}
+		if !exists {
+			missing = append(missing, u.column+": "+u.fn)
+		}
+	}
+	return missing, nil
+}

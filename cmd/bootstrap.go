@@ -202,7 +202,14 @@ func (a *app) prepareTargetTables(ctx context.Context, srcConn, tgt *pgx.Conn, t
 			created = append(created, &tables[i])
 		}
 	}
-	// Existing tables are checked before anything is created.
+	// Everything is checked before anything is created.
+	missingFns, err := catalog.MissingDefaultFunctions(ctx, srcConn, tgt, created)
+	if err != nil {
+		return nil, nil, err
+	}
+	if len(missingFns) > 0 {
+		return nil, nil, failf(ExitFailed, "column defaults call functions the target lacks: %s: create them on the target (pgsync creates no functions), then rerun bootstrap", strings.Join(missingFns, "; "))
+	}
 	for i := range tables {
 		src := &tables[i]
 		if slices.Contains(created, src) {

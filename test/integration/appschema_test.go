@@ -333,3 +333,21 @@ func TestAppSchemaIntoEmptyTarget(t *testing.T) {
 	e.catchUp()
 	e.mustVerify()
 }
+
+// TestBootstrapNamesMissingDefaultFunctions: a created table's default
+// calls a function the target lacks: bootstrap names the column and the
+// function and creates nothing.
+func TestBootstrapNamesMissingDefaultFunctions(t *testing.T) {
+	e := newEnv(t, `CREATE FUNCTION next_code() RETURNS text LANGUAGE sql AS $$ SELECT 'C-' || floor(random() * 1000)::text $$;
+CREATE TABLE coded (id int PRIMARY KEY, code text DEFAULT next_code());`, "")
+	r := e.pgsync("bootstrap")
+	if r.code != 1 || !strings.Contains(r.stderr, "public.coded.code: next_code()") {
+		t.Fatalf("bootstrap with a default calling a missing function: exit %d\n%s", r.code, r.stderr)
+	}
+	if n := queryOne[int](t, e.tgt, "SELECT count(*) FROM pg_tables WHERE tablename = 'coded'"); n != 0 {
+		t.Error("the table was created anyway")
+	}
+	e.tgtExec(`CREATE FUNCTION next_code() RETURNS text LANGUAGE sql AS $$ SELECT 'T' $$`)
+	e.mustPgsync("bootstrap")
+	e.mustVerify()
+}
