@@ -23,6 +23,9 @@ WHERE s.slot_name = $1`, "pgsync_"+e.job)
 // rule: a status update reaches the source promptly when the applied
 // position moves, and none is sent while nothing changes.
 func TestFeedbackOnlyWhenPositionsChange(t *testing.T) {
+	// Parallel tests run after every other test, together: no cluster
+	// restart can come in the middle of this one's timing.
+	t.Parallel()
 	e := newEnv(t, "CREATE TABLE f (id int PRIMARY KEY);", "")
 	e.mustPgsync("bootstrap")
 	e.start("run")
@@ -87,6 +90,7 @@ func TestIdleSlotAdvancesOverUnpublishedWAL(t *testing.T) {
 // connection alive. The walsender never changes, and the slot never
 // acknowledges more than the target holds.
 func TestStalledTargetKeepsWalsenderAlive(t *testing.T) {
+	t.Parallel() // 45 s of waiting, beside TestFeedbackOnlyWhenPositionsChange
 	e := newEnv(t, "CREATE TABLE slow (id int PRIMARY KEY); INSERT INTO slow SELECT generate_series(1, 200000);", "")
 	e.mustPgsync("bootstrap")
 	e.srcExec("DELETE FROM slow")
