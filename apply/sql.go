@@ -14,6 +14,10 @@ import (
 // insertSQL returns an INSERT of rows rows.
 func insertSQL(rel *relation, rows int) string {
 	var b strings.Builder
+	if len(rel.cols) == 0 { // a table without columns: rows rows of nothing
+		fmt.Fprintf(&b, "INSERT INTO %s SELECT FROM generate_series(1, %d)", rel.ident, rows)
+		return b.String()
+	}
 	fmt.Fprintf(&b, "INSERT INTO %s (%s) ", rel.ident, strings.Join(rel.cols, ", "))
 	if rel.anyAlways {
 		// The source's identity values are the row's: as COPY does.
@@ -34,6 +38,9 @@ func whereIdentity(b *strings.Builder, rel *relation, next int) {
 		fmt.Fprintf(b, " WHERE ctid = (SELECT ctid FROM %s WHERE ", rel.ident)
 	} else {
 		b.WriteString(" WHERE ")
+	}
+	if len(rel.keys) == 0 { // a full identity without columns: any row
+		b.WriteString("true")
 	}
 	for n, i := range rel.keys {
 		if n > 0 {

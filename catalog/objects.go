@@ -24,15 +24,15 @@ func (o *Object) String() string { return fmt.Sprintf("%s %s on %s", o.Kind, o.N
 // Unported is something of a table that bootstrap does not create.
 type Unported struct {
 	Table *Table
-	Kind  string // "trigger", "policy", "rule"
+	Kind  string // "trigger", "policy", "rule", "grant", "comment", "extension" (whose type a column uses)
 	Name  string
 }
 
 // SecondaryObjects returns the indexes (other than those of the primary
 // key and of constraints) and the UNIQUE, CHECK, EXCLUDE and FOREIGN KEY
 // constraints of t on the source, from pg_get_indexdef and
-// pg_get_constraintdef, and the triggers, policies and rules bootstrap
-// leaves out.
+// pg_get_constraintdef, and what bootstrap leaves out: triggers, policies,
+// rules, grants, comments, and the extensions whose types the columns use.
 func SecondaryObjects(ctx context.Context, q Querier, t *Table) (objs []Object, left []Unported, err error) {
 	rows, err := q.Query(ctx, `
 SELECT 'index', ic.relname::text, pg_get_indexdef(i.indexrelid), ''
@@ -75,6 +75,14 @@ ORDER BY 1, 2`, t.Ident())
 SELECT 'trigger', tgname::text FROM pg_trigger WHERE tgrelid = $1::regclass AND NOT tgisinternal
 UNION ALL SELECT 'policy', polname::text FROM pg_policy WHERE polrelid = $1::regclass
 UNION ALL SELECT 'rule', rulename::text FROM pg_rewrite WHERE ev_class = $1::regclass AND rulename <> '_RETURN'
+UNION ALL SELECT 'grant', array_to_string(relacl, ',') FROM pg_class WHERE oid = $1::regclass AND relacl IS NOT NULL
+UNION ALL SELECT 'comment', coalesce(a.attname::text, 'table') FROM pg_description d
+          LEFT JOIN pg_attribute a ON a.attrelid = d.objoid AND a.attnum = d.objsubid AND d.objsubid > 0
+          WHERE d.classoid = 'pg_class'::regclass AND d.objoid = $1::regclass
+UNION ALL SELECT DISTINCT 'extension', e.extname::text FROM pg_attribute a
+          JOIN pg_depend dp ON dp.classid = 'pg_type'::regclass AND dp.objid = a.atttypid AND dp.deptype = 'e'
+          JOIN pg_extension e ON e.oid = dp.refobjid
+          WHERE a.attrelid = $1::regclass AND a.attnum > 0 AND NOT a.attisdropped
 ORDER BY 1, 2`, t.Ident())
 	if err != nil {
 		return nil, nil, fmt.Errorf("read triggers of %s: %w", t, err)

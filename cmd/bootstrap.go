@@ -294,8 +294,9 @@ func missingParents(ctx context.Context, src, tgt *pgx.Conn, created []*catalog.
 // secondaryObjects returns the indexes and constraints to build on the
 // tables bootstrap created, after the copy, leaving out those the target
 // already has (by name). A foreign key to a table
-// outside the job, and the triggers, policies and rules, are not created:
-// each is named in a warning, so that nothing is left out silently.
+// outside the job, and the triggers, policies, rules, grants, comments and
+// extensions, are not created: each is named in a warning, so that nothing
+// is left out silently.
 func (a *app) secondaryObjects(ctx context.Context, src, tgt *pgx.Conn, tables []catalog.Table, created []*catalog.Table) ([]catalog.Object, error) {
 	inJob := make(map[string]bool, len(tables))
 	for i := range tables {
@@ -325,7 +326,11 @@ func (a *app) secondaryObjects(ctx context.Context, src, tgt *pgx.Conn, tables [
 			objs = append(objs, obj)
 		}
 		for _, u := range left {
-			a.log.Warn("not created: pgsync creates no "+u.Kind+"s", "table", t.String(), u.Kind, u.Name)
+			msg := "not created: pgsync creates no " + u.Kind + "s"
+			if u.Kind == "extension" {
+				msg = "a column's type comes from an extension, which pgsync does not create: CREATE EXTENSION on the target first"
+			}
+			a.log.Warn(msg, "table", t.String(), u.Kind, u.Name)
 		}
 	}
 	return objs, nil

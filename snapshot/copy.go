@@ -222,11 +222,11 @@ func copyTable(ctx context.Context, opts Options, src, dst *pgx.Conn, t *catalog
 	readDone := make(chan struct{})
 	go func() {
 		defer close(readDone)
-		_, readErr = src.PgConn().CopyTo(ctx, counter, fmt.Sprintf("COPY %s (%s) TO STDOUT", t.Ident(), cols))
+		_, readErr = src.PgConn().CopyTo(ctx, counter, fmt.Sprintf("COPY %s%s TO STDOUT", t.Ident(), columnList(cols)))
 		counter.publish()
 		pipe.CloseWrite(readErr)
 	}()
-	_, writeErr := tx.Conn().PgConn().CopyFrom(ctx, pipe, fmt.Sprintf("COPY %s (%s) FROM STDIN", t.Ident(), cols))
+	_, writeErr := tx.Conn().PgConn().CopyFrom(ctx, pipe, fmt.Sprintf("COPY %s%s FROM STDIN", t.Ident(), columnList(cols)))
 	pipe.CloseRead()
 	<-readDone
 	if readErr != nil {
@@ -274,4 +274,13 @@ func (c *countingWriter) publish() {
 	c.table.rows.Store(c.rows)
 	c.table.bytes.Store(c.bytes)
 	c.unpublished.rows, c.unpublished.bytes = 0, 0
+}
+
+// columnList is " (cols)", or nothing for a table without columns, which
+// COPY copies as one empty line per row.
+func columnList(cols string) string {
+	if cols == "" {
+		return ""
+	}
+	return " (" + cols + ")"
 }

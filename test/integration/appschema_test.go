@@ -351,3 +351,31 @@ CREATE TABLE coded (id int PRIMARY KEY, code text DEFAULT next_code());`, "")
 	e.mustPgsync("bootstrap")
 	e.mustVerify()
 }
+
+// TestBootstrapOddTables: a table with no column (REPLICA IDENTITY FULL) is
+// accepted and replicated; the grants and comments of a created table are
+// named in warnings, not dropped silently.
+func TestBootstrapOddTables(t *testing.T) {
+	e := newEnv(t, `CREATE TABLE nocols (); ALTER TABLE nocols REPLICA IDENTITY FULL; INSERT INTO nocols DEFAULT VALUES; INSERT INTO nocols DEFAULT VALUES;
+CREATE TABLE commented (id int PRIMARY KEY, v text);
+COMMENT ON TABLE commented IS 'documented'; COMMENT ON COLUMN commented.v IS 'the value';
+GRANT SELECT ON commented TO PUBLIC;`, "")
+	r := e.mustPgsync("bootstrap")
+	for _, want := range []string{"comment=table", "comment=v", "grant="} {
+		if !strings.Contains(r.stderr, want) {
+			t.Errorf("no warning with %q:\n%s", want, r.stderr)
+		}
+	}
+	if n := queryOne[int](t, e.tgt, "SELECT count(*) FROM nocols"); n != 2 {
+		t.Errorf("nocols has %d rows on the target, want 2", n)
+	}
+	e.srcExec("INSERT INTO nocols DEFAULT VALUES")
+	e.srcExec("INSERT INTO nocols SELECT FROM generate_series(1, 5)")
+	e.srcExec("DELETE FROM nocols WHERE ctid = (SELECT ctid FROM nocols LIMIT 1)")
+	e.srcExec("INSERT INTO commented VALUES (1, 'x')")
+	e.catchUp()
+	e.mustVerify()
+	if n := queryOne[int](t, e.tgt, "SELECT count(*) FROM nocols"); n != 7 {
+		t.Errorf("nocols has %d rows on the target after streaming, want 7", n)
+	}
+}
