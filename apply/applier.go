@@ -129,6 +129,7 @@ type pending struct {
 	expect int32
 	rel    *relation
 	lsn    pglogrepl.LSN
+	tables string // TRUNCATE: the tables, for the error
 }
 
 const progressSQL = "UPDATE pgsync.progress SET lsn = $2::pg_lsn, updated_at = now() WHERE job = $1"
@@ -543,7 +544,11 @@ func (a *Applier) Truncate(ctx context.Context, t pgoutput.Truncate) error {
 	}
 	a.startPipeline(ctx)
 	a.pipeline.SendQueryParams(truncateSQL(rels, t.Options), nil, nil, nil, nil)
-	a.pending = append(a.pending, pending{kind: pendingControl, op: pgoutput.MsgTruncate, lsn: a.sourceLSN})
+	names := make([]string, len(rels))
+	for i, r := range rels {
+		names[i] = r.src.String()
+	}
+	a.pending = append(a.pending, pending{kind: pendingControl, op: pgoutput.MsgTruncate, lsn: a.sourceLSN, tables: strings.Join(names, ", ")})
 	return a.queued(ctx, 1, 0)
 }
 
@@ -608,6 +613,12 @@ func (a *Applier) commit(ctx context.Context) error {
 var errNoRow = errors.New("no row matched on the target: the target has diverged from the source")
 
 func describe(pd *pending, job string, err error) error {
+	// The server's detail often names what the message does not (the
+	// table whose foreign key refused a TRUNCATE, the key of a conflict).
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && pgErr.Detail != "" {
+		err = fmt.Errorf("%w (%s)", err, pgErr.Detail)
+	}
 	switch pd.kind {
 	case pendingRows:
 		return fmt.Errorf("apply %s on %s at %s: %w", opName(pd.op), pd.rel.src, pd.lsn, err)
@@ -620,7 +631,7 @@ func describe(pd *pending, job string, err error) error {
 		return fmt.Errorf("record progress at %s: %w", pd.lsn, err)
 	}
 	if pd.op == pgoutput.MsgTruncate {
-		return fmt.Errorf("apply TRUNCATE at %s: %w", pd.lsn, err)
+		return fmt.Errorf("apply TRUNCATE of %s at %s: %w", pd.tables, pd.lsn, err)
 	}
 	return fmt.Errorf("target transaction at %s: %w", pd.lsn, err)
 }

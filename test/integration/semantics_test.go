@@ -248,3 +248,32 @@ func TestRunRetriesAfterTargetDeadlock(t *testing.T) {
 	sigtermWithin(t, bg, 10*time.Second)
 	e.mustVerify()
 }
+
+// TestTruncateCascadeSparesTargetOnlyTables: a TRUNCATE ... CASCADE on the
+// source is applied to exactly the tables it listed. A target-only table
+// that references one of them is never emptied: the TRUNCATE is refused
+// and run stops naming the referencing table, as the native apply worker
+// does (any foreign key from outside the TRUNCATE blocks it); once the
+// operator drops that foreign key, run goes on and the table keeps its rows.
+func TestTruncateCascadeSparesTargetOnlyTables(t *testing.T) {
+	e := newEnv(t, `CREATE TABLE parent (id int PRIMARY KEY);
+CREATE TABLE child (id int PRIMARY KEY, parent_id int REFERENCES parent);
+INSERT INTO parent SELECT generate_series(1, 10); INSERT INTO child SELECT g, g FROM generate_series(1, 10) g;`, "")
+	e.mustPgsync("bootstrap")
+	e.tgtExec("CREATE TABLE notes (id int PRIMARY KEY, parent_id int REFERENCES parent)")
+	e.tgtExec("INSERT INTO notes VALUES (1, 3)")
+	e.srcExec("TRUNCATE parent CASCADE")
+	r := e.pgsync("run", "--until-caught-up")
+	if r.code != 1 || !strings.Contains(r.stderr, "TRUNCATE") || !strings.Contains(r.stderr, "notes") {
+		t.Fatalf("TRUNCATE of a table a target-only table references: exit %d\n%s", r.code, r.stderr)
+	}
+	if n := queryOne[int](t, e.tgt, "SELECT count(*) FROM notes"); n != 1 {
+		t.Errorf("the target-only table lost its rows (%d left)", n)
+	}
+	e.tgtExec("ALTER TABLE notes DROP CONSTRAINT notes_parent_id_fkey")
+	e.catchUp()
+	e.mustVerify()
+	if n := queryOne[int](t, e.tgt, "SELECT count(*) FROM notes"); n != 1 {
+		t.Errorf("the target-only table lost its rows (%d left)", n)
+	}
+}
