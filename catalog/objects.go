@@ -106,16 +106,25 @@ func ObjectExists(ctx context.Context, q Querier, o *Object) (bool, error) {
 		sql, args = `SELECT EXISTS (SELECT 1 FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
 WHERE n.nspname = $1 AND c.relname = $2)`, []any{o.Table.Schema, o.Name}
 	}
-	rows, err := q.Query(ctx, sql, args...)
+	exists, err := queryBool(ctx, q, sql, args...)
 	if err != nil {
 		return false, fmt.Errorf("look up %s on the target: %w", o, err)
 	}
+	return exists, nil
+}
+
+// queryBool runs a query of one boolean value; no row is false.
+func queryBool(ctx context.Context, q Querier, sql string, args ...any) (bool, error) {
+	rows, err := q.Query(ctx, sql, args...)
+	if err != nil {
+		return false, err
+	}
 	defer rows.Close()
-	var exists bool
+	var v bool
 	if rows.Next() {
-		if err := rows.Scan(&exists); err != nil {
+		if err := rows.Scan(&v); err != nil {
 			return false, err
 		}
 	}
-	return exists, rows.Err()
+	return v, rows.Err()
 }

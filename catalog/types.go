@@ -76,19 +76,12 @@ ORDER BY u.depth DESC, 1, 2`, idents)
 
 // TypeExists reports whether the database has a type named schema.name.
 func TypeExists(ctx context.Context, q Querier, schema, name string) (bool, error) {
-	rows, err := q.Query(ctx, `SELECT EXISTS (SELECT 1 FROM pg_type t JOIN pg_namespace n ON n.oid = t.typnamespace
+	exists, err := queryBool(ctx, q, `SELECT EXISTS (SELECT 1 FROM pg_type t JOIN pg_namespace n ON n.oid = t.typnamespace
 WHERE n.nspname = $1 AND t.typname = $2)`, schema, name)
 	if err != nil {
 		return false, fmt.Errorf("look up type %s.%s: %w", schema, name, err)
 	}
-	defer rows.Close()
-	var exists bool
-	if rows.Next() {
-		if err := rows.Scan(&exists); err != nil {
-			return false, err
-		}
-	}
-	return exists, rows.Err()
+	return exists, nil
 }
 
 // MissingDefaultFunctions returns the user-defined functions that the
@@ -129,17 +122,9 @@ ORDER BY 1, 2`, idents)
 	}
 	var missing []string
 	for _, u := range uses {
-		r, err := tgt.Query(ctx, "SELECT to_regprocedure($1) IS NOT NULL", u.fn)
+		exists, err := queryBool(ctx, tgt, "SELECT to_regprocedure($1) IS NOT NULL", u.fn)
 		if err != nil {
 			return nil, fmt.Errorf("look up function %s on the target: %w", u.fn, err)
-		}
-		exists := false
-		if r.Next() {
-			err = r.Scan(&exists)
-		}
-		r.Close()
-		if err != nil {
-			return nil, err
 		}
 		if !exists {
 			missing = append(missing, u.column+": "+u.fn)
