@@ -659,13 +659,25 @@ func (a *Applier) fail(ctx context.Context, err error) error {
 
 func (a *Applier) reset(ctx context.Context) {
 	if a.pipeline != nil {
-		_ = a.pipeline.Close()
+		// Statements may still be queued on the server (behind a lock, on
+		// a frozen backend): draining them, or a ROLLBACK behind them,
+		// could wait as long as they do. Closing the socket ends the session
+		// now, and the server rolls back the open transaction, which has no
+		// COMMIT queued (every COMMIT waits for the results before it).
+		// Every error of the Applier ends its session, so the connection is
+		// not used again.
+		_ = a.conn.PgConn().Conn().Close()
 		a.pipeline = nil
+		a.inTarget = false
 	}
 	a.pending, a.pendingHead, a.batchEnds = a.pending[:0], 0, a.batchEnds[:0]
 	a.clearRun()
 	if a.inTarget && a.conn != nil && !a.conn.IsClosed() {
-		_, _ = a.conn.Exec(ctx, "ROLLBACK")
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
+		if _, err := a.conn.Exec(rctx, "ROLLBACK"); err != nil {
+			_ = a.conn.PgConn().Conn().Close()
+		}
+		cancel()
 	}
 	a.inTarget = false
 	a.groupBytes, a.batchRows, a.batchBytes, a.sinceFlush = 0, 0, 0, 0
