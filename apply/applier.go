@@ -320,7 +320,7 @@ func (a *Applier) byteaFormats(rel *relation, st *statement, params [][]byte) ([
 	var formats []int16
 	for n, i := range st.setCols {
 		v := params[n]
-		if len(v) < largeValue || rel.types[i] != "bytea" || v[0] != '\\' || v[1] != 'x' || slices.Contains(rel.keys, i) {
+		if len(v) < largeValue || rel.types[i] != "bytea" || v[0] != '\\' || v[1] != 'x' || rel.isKey[i] {
 			continue
 		}
 		m, err := hex.Decode(v[:(len(v)-2)/2], v[2:])
@@ -662,10 +662,11 @@ func (a *Applier) reset(ctx context.Context) {
 		// Statements may still be queued on the server (behind a lock, on
 		// a frozen backend): draining them, or a ROLLBACK behind them,
 		// could wait as long as they do. Closing the socket ends the session
-		// now, and the server rolls back the open transaction, which has no
-		// COMMIT queued (every COMMIT waits for the results before it).
-		// Every error of the Applier ends its session, so the connection is
-		// not used again.
+		// now. No COMMIT is queued behind unchecked results (commit reads
+		// them all first), so the server rolls the group back; only a
+		// COMMIT whose own reply was cut may have committed, together with
+		// its progress row, which the next session reads. Every error of
+		// the Applier ends its session: the connection is not used again.
 		_ = a.conn.PgConn().Conn().Close()
 		a.pipeline = nil
 		a.inTarget = false

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 
@@ -193,12 +192,12 @@ func (a *app) bootstrap(ctx context.Context, sv *servers, force bool) error {
 func (a *app) prepareTargetTables(ctx context.Context, srcConn, tgt *pgx.Conn, tables []catalog.Table, replace bool) (created, parents []*catalog.Table, err error) {
 	var existing []*catalog.Table
 	have := make([]catalog.Table, len(tables))
+	exists := make([]bool, len(tables))
 	for i := range tables {
-		var ok bool
-		if have[i], ok, err = catalog.Lookup(ctx, tgt, tables[i].Schema, tables[i].Name); err != nil {
+		if have[i], exists[i], err = catalog.Lookup(ctx, tgt, tables[i].Schema, tables[i].Name); err != nil {
 			return nil, nil, err
 		}
-		if !ok {
+		if !exists[i] {
 			created = append(created, &tables[i])
 		}
 	}
@@ -212,7 +211,7 @@ func (a *app) prepareTargetTables(ctx context.Context, srcConn, tgt *pgx.Conn, t
 	}
 	for i := range tables {
 		src := &tables[i]
-		if slices.Contains(created, src) {
+		if !exists[i] {
 			continue
 		}
 		have := have[i]
@@ -241,8 +240,7 @@ func (a *app) prepareTargetTables(ctx context.Context, srcConn, tgt *pgx.Conn, t
 		return nil, nil, err
 	}
 	for _, src := range append(parents, created...) {
-		ddl := fmt.Sprintf("CREATE SCHEMA IF NOT EXISTS %s; %s", catalog.QuoteIdent(src.Schema), catalog.CreateTableSQL(src))
-		if _, err := tgt.Exec(ctx, ddl); err != nil {
+		if err := createInSchema(ctx, tgt, src.Schema, catalog.CreateTableSQL(src)); err != nil {
 			return nil, nil, fmt.Errorf("create table %s on target: %w", src, err)
 		}
 		a.log.Info("created", "table", src.String())
@@ -355,12 +353,19 @@ func (a *app) createTypes(ctx context.Context, src, tgt *pgx.Conn, tables []*cat
 		if exists {
 			continue
 		}
-		if _, err := tgt.Exec(ctx, fmt.Sprintf("CREATE SCHEMA IF NOT EXISTS %s; %s", catalog.QuoteIdent(u.Schema), u.SQL)); err != nil {
+		if err := createInSchema(ctx, tgt, u.Schema, u.SQL); err != nil {
 			return fmt.Errorf("create type %s on target: %w", u, err)
 		}
 		a.log.Info("created", "type", u.String())
 	}
 	return nil
+}
+
+// createInSchema runs ddl on the target after creating its schema if
+// missing.
+func createInSchema(ctx context.Context, tgt *pgx.Conn, schema, ddl string) error {
+	_, err := tgt.Exec(ctx, fmt.Sprintf("CREATE SCHEMA IF NOT EXISTS %s; %s", catalog.QuoteIdent(schema), ddl))
+	return err
 }
 
 // emptyTargetTables empties the job's existing target tables before a copy
