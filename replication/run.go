@@ -7,7 +7,9 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/jackc/pglogrepl"
@@ -74,7 +76,7 @@ func Run(ctx context.Context, opts RunOptions, openTarget func(context.Context) 
 		began := time.Now()
 		err := runSession(ctx, opts, openTarget, attempt, &streamed)
 		if err == nil || ctx.Err() != nil {
-			log.Info("stopped", "slot", opts.Slot, "txns", opts.Stats.Txns.Load(), "rows", opts.Stats.Rows.Load())
+			log.Info("stopped", "slot", opts.Slot, "txns", opts.Stats.Txns.Load(), "rows", opts.Stats.Rows.Load(), "cpu_s", cpuSeconds())
 			return nil
 		}
 		// A server that is unreachable at start is a configuration problem
@@ -198,4 +200,14 @@ func Transient(err error) bool {
 		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
 		errors.Is(err, pgconn.ErrConnClosed) || errors.Is(err, ErrStreamEnded) ||
 		pgconn.SafeToRetry(err) || pgconn.Timeout(err)
+}
+
+// cpuSeconds is the CPU time the process has used, for the last log line
+// (benchmarks compare it with the servers' processes).
+func cpuSeconds() string {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return "unknown"
+	}
+	return strconv.FormatFloat(time.Duration(ru.Utime.Nano()+ru.Stime.Nano()).Seconds(), 'f', 2, 64)
 }

@@ -14,7 +14,7 @@ mkdir -p "$RESULTS"
 
 bench_setup() {
   bash "$root/scripts/install-pg.sh" >/dev/null
-  (cd "$root" && make -s build)
+  (cd "$root" && make -s build && go build -trimpath -o bin/discard ./scripts/discard)
   bash "$root/scripts/local-pg.sh" start >/dev/null
   bindir=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | tail -1)
   [ -n "$bindir" ] || bindir=$(pg_config --bindir)
@@ -130,6 +130,19 @@ wait_for() {
 lsn_ge() { # lsn_ge A B: A >= B
   [ "$(val_src postgres "SELECT '$1'::pg_lsn >= '$2'::pg_lsn")" = t ]
 }
+
+# children_cpu PORT: CPU seconds used so far by the ended children of the
+# cluster's postmaster (backends and walsenders that have exited: read
+# before and after a pgsync run, it gives its walsender's and its target
+# backend's CPU).
+children_cpu() {
+  local dir
+  dir=$("$bindir/psql" -X -Atq -U postgres -h 127.0.0.1 -p "$1" -d postgres -c "SHOW data_directory")
+  awk -v hz="$(getconf CLK_TCK)" '{printf "%.2f", ($16 + $17) / hz}' "/proc/$(head -1 "$dir/postmaster.pid")/stat"
+}
+
+# proc_cpu PID: CPU seconds used so far by a running process.
+proc_cpu() { awk -v hz="$(getconf CLK_TCK)" '{printf "%.2f", ($14 + $15) / hz}' "/proc/$1/stat"; }
 
 now() { date +%s.%N; }
 elapsed() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", b - a }'; }

@@ -2,7 +2,11 @@
 # Catch-up throughput: with the job bootstrapped and stopped, a backlog of
 # BACKLOG_TXNS committed transactions (100 inserts + 10 updates + 5 deletes
 # each) is applied by `pgsync run --until-caught-up`, then the same backlog
-# by a native subscription that was disabled while it was written.
+# by a native subscription that was disabled while it was written. The
+# floor is measured on the same backlog: a consumer that reads and discards
+# the stream (scripts/discard), and the server's decoding alone (peek).
+# The CPU seconds of pgsync, its walsender and its target backend, and of
+# the native walsender and apply worker, go in the JSON.
 # Writes bench-results/catchup-*.{csv,log,svg} and catchup.json.
 set -euo pipefail
 source "$(dirname "$0")/bench-lib.sh"
@@ -24,8 +28,12 @@ native_subscribe catchup catchup_native native_catchup
 psql_tgt catchup_native -c "ALTER SUBSCRIPTION native_catchup DISABLE"
 wait_for 60 "native slot to go idle" bash -c "[ \"\$($bindir/psql -X -Atq -U postgres -h 127.0.0.1 -p $SRC_PORT -d postgres -c \"SELECT active FROM pg_replication_slots WHERE slot_name = 'native_catchup'\")\" = f ]"
 
-# A third slot measures the source's logical decoding alone.
-psql_src catchup -c "SELECT pg_create_logical_replication_slot('decode_probe', 'pgoutput')" >/dev/null
+# Two more slots at the same point measure the floor: one is streamed by
+# a consumer that reads and discards (scripts/discard), the other is
+# decoded inside the server (pg_logical_slot_peek_binary_changes).
+psql_src catchup -c "SELECT pg_create_logical_replication_slot('decode_probe', 'pgoutput')" \
+  -c "SELECT pg_create_logical_replication_slot('decode_probe2', 'pgoutput')" \
+  -c "SELECT pg_create_logical_replication_slot('peek_probe', 'pgoutput')" >/dev/null
 echo "catchup-bench: writing a backlog of $BACKLOG_TXNS transactions"
 txn_script "$RESULTS/catchup-txn.sql" "$ROWS" "$CLIENTS" 100 10 5
 wal_start=$(val_src catchup "SELECT pg_current_wal_lsn()")
@@ -36,14 +44,49 @@ wal_bytes=$(val_src catchup "SELECT '$wal_end'::pg_lsn - '$wal_start'::pg_lsn")
 committed=$(awk '/number of transactions actually processed/ {split($6, a, "/"); print a[1]}' "$RESULTS/catchup-pgbench.log")
 echo "catchup-bench: $committed transactions, $wal_bytes bytes of WAL"
 
+# floor SLOT N: streams the backlog from SLOT through scripts/discard and
+# sets floor_secs_N, floor_walsender_cpu_N and floor_self_cpu_N.
+floor() {
+  local c0 t0 t1
+  settle catchup
+  echo "catchup-bench: the floor ($2): read and discard the same backlog"
+  c0=$(children_cpu "$SRC_PORT")
+  t0=$(now)
+  timeout 1800 "$root/bin/discard" -url "postgres://postgres@127.0.0.1:$SRC_PORT/catchup?replication=database" \
+    -slot "$1" -publication pgsync_catchup -until "$wal_end" >"$RESULTS/catchup-floor-$2.json"
+  t1=$(now)
+  sleep 0.5
+  printf -v "floor_secs_$2" %s "$(elapsed "$t0" "$t1")"
+  printf -v "floor_walsender_cpu_$2" %s "$(awk -v a="$c0" -v b="$(children_cpu "$SRC_PORT")" 'BEGIN { printf "%.2f", b - a }')"
+  printf -v "floor_self_cpu_$2" %s "$(sed -n 's/.*"cpu_seconds": \([0-9.]*\).*/\1/p' "$RESULTS/catchup-floor-$2.json")"
+  psql_src catchup -c "SELECT pg_drop_replication_slot('$1')" >/dev/null
+}
+# Twice: the reader's pacing makes single runs vary; the floor is the faster.
+floor decode_probe 1
+floor decode_probe2 2
+floor_secs=$(awk -v a="$floor_secs_1" -v b="$floor_secs_2" 'BEGIN { print (a < b ? a : b) }')
+
+settle catchup
+echo "catchup-bench: decoding inside the server (peek)"
+t0=$(now)
+val_src catchup "SELECT count(*) FROM pg_logical_slot_peek_binary_changes('peek_probe', '$wal_end', NULL,
+  'proto_version', '1', 'publication_names', 'pgsync_catchup')" >/dev/null
+t1=$(now)
+peek_secs=$(elapsed "$t0" "$t1")
+psql_src catchup -c "SELECT pg_drop_replication_slot('peek_probe')" >/dev/null
+
 settle catchup
 echo "catchup-bench: pgsync run --until-caught-up"
+src_c0=$(children_cpu "$SRC_PORT") tgt_c0=$(children_cpu "$TGT_PORT")
 # shellcheck disable=SC2086 # PGSYNC_RUN_FLAGS holds several flags
 sampled_run catchup-pgsync "$PGSYNC" -c "$cfg" run --until-caught-up --log-every 1s ${PGSYNC_RUN_FLAGS:-}
 sleep 1
+pg_walsender_cpu=$(awk -v a="$src_c0" -v b="$(children_cpu "$SRC_PORT")" 'BEGIN { printf "%.2f", b - a }')
+pg_backend_cpu=$(awk -v a="$tgt_c0" -v b="$(children_cpu "$TGT_PORT")" 'BEGIN { printf "%.2f", b - a }')
 pg_secs=$run_secs rss_avg=$run_rss_avg rss_peak=$run_rss_peak cpu_avg=$run_cpu
 rows_applied=$(sed -n 's/.*msg=stopped.* rows=\([0-9]*\).*/\1/p' "$RESULTS/catchup-pgsync.log" | tail -1)
 txns_applied=$(sed -n 's/.*msg=stopped.* txns=\([0-9]*\).*/\1/p' "$RESULTS/catchup-pgsync.log" | tail -1)
+pg_self_cpu=$(sed -n 's/.*msg=stopped.* cpu_s=\([0-9.]*\).*/\1/p' "$RESULTS/catchup-pgsync.log" | tail -1)
 if "$PGSYNC" -c "$cfg" verify >"$RESULTS/catchup-verify.txt"; then pg_match=true; else pg_match=false; fi
 
 psql_tgt catchup -c "VACUUM ANALYZE bench_a, bench_b"
@@ -54,19 +97,13 @@ psql_tgt catchup_native -c "ALTER SUBSCRIPTION native_catchup ENABLE"
 wait_for 1800 "native catch-up" lsn_ge_slot native_catchup "$wal_end"
 t1=$(now)
 native_secs=$(elapsed "$t0" "$t1")
+# Both processes started at ENABLE: their whole CPU is the catch-up's.
+native_walsender_cpu=$(proc_cpu "$(val_src postgres "SELECT active_pid FROM pg_replication_slots WHERE slot_name = 'native_catchup'")")
+native_worker_cpu=$(proc_cpu "$(val_tgt catchup_native "SELECT pid FROM pg_stat_subscription WHERE subname = 'native_catchup' AND relid IS NULL")")
 write_config "$RESULTS/catchup-native.toml" catchup catchup catchup_native
 if "$PGSYNC" -c "$RESULTS/catchup-native.toml" verify >"$RESULTS/catchup-native-verify.txt"; then native_match=true; else native_match=false; fi
 psql_tgt catchup_native -c "ALTER SUBSCRIPTION native_catchup DISABLE" -c "ALTER SUBSCRIPTION native_catchup SET (slot_name = NONE)" -c "DROP SUBSCRIPTION native_catchup"
 psql_src catchup -c "SELECT pg_drop_replication_slot('native_catchup')" >/dev/null
-
-settle catchup
-echo "catchup-bench: decoding alone (pg_recvlogical to /dev/null)"
-t0=$(now)
-timeout 1800 "$bindir/pg_recvlogical" -h 127.0.0.1 -p "$SRC_PORT" -U postgres -d catchup -S decode_probe \
-  -o proto_version=1 -o publication_names=pgsync_catchup --start -E "$wal_end" -f /dev/null
-t1=$(now)
-decode_secs=$(elapsed "$t0" "$t1")
-psql_src catchup -c "SELECT pg_drop_replication_slot('decode_probe')" >/dev/null
 
 go run "$root/scripts/plot" -rss "$RESULTS/catchup-pgsync-rss.csv" -log "$RESULTS/catchup-pgsync.log" \
   -title "pgsync catch-up: $committed transactions backlog" -o "$RESULTS/catchup.svg"
@@ -89,14 +126,26 @@ $(env_json),
     "rss_avg_mb": $rss_avg,
     "rss_peak_mb": $rss_peak,
     "cpu_avg_pct": $cpu_avg,
+    "cpu_seconds": {"pgsync": ${pg_self_cpu:-null}, "walsender": $pg_walsender_cpu, "target_backend": $pg_backend_cpu},
     "hashes_match": $pg_match
   },
   "native": {
     "seconds": $native_secs,
     "txn_per_s": $(ratio "$committed" "$native_secs"),
+    "cpu_seconds": {"walsender": $native_walsender_cpu, "apply_worker": $native_worker_cpu},
     "hashes_match": $native_match
   },
-  "decode_only_seconds": $decode_secs,
+  "floor": {
+    "what": "scripts/discard: stream the same backlog from a slot at the same point, read and discard, acknowledge the end; the faster of two runs",
+    "seconds": $floor_secs,
+    "runs": [
+      {"seconds": $floor_secs_1, "cpu_seconds": {"discard": ${floor_self_cpu_1:-null}, "walsender": $floor_walsender_cpu_1}},
+      {"seconds": $floor_secs_2, "cpu_seconds": {"discard": ${floor_self_cpu_2:-null}, "walsender": $floor_walsender_cpu_2}}
+    ]
+  },
+  "peek_seconds": $peek_secs,
+  "pgsync_vs_floor": $(ratio "$pg_secs" "$floor_secs"),
+  "pgsync_vs_native": $(ratio "$pg_secs" "$native_secs"),
   "pgsync_speedup_vs_native": $(ratio "$native_secs" "$pg_secs")
 }
 JSON
