@@ -133,6 +133,7 @@ func (a *app) bootstrap(ctx context.Context, sv *servers, force bool) error {
 		SnapshotName: slot.SnapshotName,
 		MaxParallel:  cfg.Tuning.MaxParallelCopies,
 		BufferSize:   cfg.Tuning.BufferSizeKB << 10,
+		RangeBytes:   int64(cfg.Tuning.CopyRangeMB) << 20,
 		// Every stream holds the snapshot now: the exporting connection
 		// has done its job.
 		Imported: func() { repl.Close(context.WithoutCancel(ctx)) },

@@ -44,6 +44,9 @@ type Tuning struct {
 	MaxBatchBytes     int64
 	BufferSizeKB      int
 	MaxParallelCopies int
+	// CopyRangeMB splits a table of twice this heap size or more into
+	// block ranges copied by all streams; 0 copies every table whole.
+	CopyRangeMB int
 }
 
 // DefaultTuning returns the defaults documented in README.md.
@@ -54,6 +57,7 @@ func DefaultTuning() Tuning {
 		MaxBatchBytes:     4 << 20,
 		BufferSizeKB:      256,
 		MaxParallelCopies: 2,
+		CopyRangeMB:       64,
 	}
 }
 
@@ -95,6 +99,7 @@ type fileConfig struct {
 		MaxBatchBytes     *string `toml:"max_batch_bytes"`
 		BufferSizeKB      *int    `toml:"buffer_size_kb"`
 		MaxParallelCopies *int    `toml:"max_parallel_copies"`
+		CopyRangeMB       *int    `toml:"copy_range_mb"`
 	} `toml:"tuning"`
 }
 
@@ -213,6 +218,12 @@ func Parse(name, text string, getenv func(string) string) (*Config, error) {
 			return fail("tuning.max_parallel_copies", "%d is out of range (1 to 64)", *v)
 		}
 		t.MaxParallelCopies = *v
+	}
+	if v := fc.Tuning.CopyRangeMB; v != nil {
+		if *v < 0 || *v > 1<<20 {
+			return fail("tuning.copy_range_mb", "%d is out of range (0 to 1048576; 0 copies every table whole)", *v)
+		}
+		t.CopyRangeMB = *v
 	}
 	if t.MaxBatchBytes > t.MaxInflightBytes {
 		return fail("tuning.max_batch_bytes", "%s is larger than tuning.max_inflight_bytes (%s)",

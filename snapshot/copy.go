@@ -31,6 +31,12 @@ type Options struct {
 	MaxParallel int
 	// BufferSize is the size of each stream's read buffer in bytes.
 	BufferSize int
+	// RangeBytes, when positive, splits each table whose heap is at least
+	// twice as large into block ranges of about this size, which the
+	// streams take from the same work queue as whole tables: one large
+	// table is then copied by every stream. It needs a TID range scan
+	// (source PostgreSQL 14 or later); older sources copy whole tables.
+	RangeBytes int64
 	// Imported is called once every stream has imported the snapshot:
 	// from then on the exporting connection may close.
 	Imported func()
@@ -99,6 +105,108 @@ type TableResult struct {
 	Rows     int64
 	Bytes    int64
 	Duration time.Duration
+	// Parts is the number of block ranges it was copied in (1: whole).
+	Parts int
+}
+
+// copyPart is one item of the copy's work queue: a whole table, or a range
+// of its heap blocks.
+type copyPart struct {
+	table *tableCopy
+	// Blocks [from, to) of the heap; to is 0 for the last range, which
+	// reads to the end so that blocks added since the split are not missed.
+	from, to uint32
+	split    bool
+}
+
+// tableCopy is the shared state of one table's parts.
+type tableCopy struct {
+	t         *catalog.Table
+	parts     int
+	remaining atomic.Int32
+	began     sync.Once
+	started   time.Time
+	progress  *tableProgress // its rows and bytes, summed over the parts
+}
+
+// plan lists the copy's work, largest tables first so that the streams stay
+// busy until the end; tables of RangeBytes or more are cut into ranges.
+func plan(ctx context.Context, opts Options, tables []catalog.Table) ([]copyPart, error) {
+	order := make([]*catalog.Table, len(tables))
+	for i := range tables {
+		order[i] = &tables[i]
+	}
+	sort.SliceStable(order, func(i, j int) bool { return order[i].SizeBytes > order[j].SizeBytes })
+	blocks, blockSize, err := heapBlocks(ctx, opts, order)
+	if err != nil {
+		return nil, err
+	}
+	var parts []copyPart
+	for _, t := range order {
+		tc := &tableCopy{t: t, parts: 1}
+		n := blocks[t.Ident()]
+		per := uint32(max(opts.RangeBytes/blockSize, 1))
+		if opts.RangeBytes <= 0 || n < 2*int64(per) || t.CopiedColumns() == "" {
+			tc.remaining.Store(1)
+			parts = append(parts, copyPart{table: tc})
+			continue
+		}
+		tc.parts = int((n + int64(per) - 1) / int64(per))
+		tc.remaining.Store(int32(tc.parts))
+		for i := 0; i < tc.parts; i++ {
+			p := copyPart{table: tc, from: uint32(i) * per, to: uint32(i+1) * per, split: true}
+			if i == tc.parts-1 {
+				p.to = 0
+			}
+			parts = append(parts, p)
+		}
+	}
+	return parts, nil
+}
+
+// heapBlocks reads the number of heap blocks of the tables that may be
+// split, by identifier, and the source's block size. Sizes are not part of
+// a snapshot; the last range of a table reads to its end whatever it is.
+func heapBlocks(ctx context.Context, opts Options, tables []*catalog.Table) (map[string]int64, int64, error) {
+	blocks := make(map[string]int64)
+	var idents []string
+	for _, t := range tables {
+		if opts.RangeBytes > 0 && t.SizeBytes >= 2*opts.RangeBytes {
+			idents = append(idents, t.Ident())
+		}
+	}
+	if len(idents) == 0 {
+		return blocks, 8192, nil
+	}
+	src, err := pgconnect.Connect(ctx, "source", opts.SourceURL)
+	if err != nil {
+		return nil, 0, err
+	}
+	defer src.Close(context.WithoutCancel(ctx))
+	var blockSize int64
+	var tidRange bool
+	if err := src.QueryRow(ctx, "SELECT current_setting('block_size')::bigint, current_setting('server_version_num')::int >= 140000").Scan(&blockSize, &tidRange); err != nil {
+		return nil, 0, fmt.Errorf("read the source's block size: %w", err)
+	}
+	if !tidRange {
+		return blocks, blockSize, nil
+	}
+	rows, err := src.Query(ctx, "SELECT t, pg_relation_size(t::regclass) / current_setting('block_size')::bigint FROM unnest($1::text[]) t", idents)
+	if err != nil {
+		return nil, 0, fmt.Errorf("read the sizes of the tables to split: %w", err)
+	}
+	for rows.Next() {
+		var ident string
+		var n int64
+		if err := rows.Scan(&ident, &n); err != nil {
+			return nil, 0, err
+		}
+		blocks[ident] = n
+	}
+	if err := rows.Err(); err != nil {
+		return nil, 0, fmt.Errorf("read the sizes of the tables to split: %w", err)
+	}
+	return blocks, blockSize, nil
 }
 
 // Copy copies tables with at most MaxParallel concurrent streams. Each
@@ -116,19 +224,17 @@ func Copy(ctx context.Context, opts Options, tables []catalog.Table) ([]TableRes
 		opts.Progress = &Progress{}
 	}
 	opts.Progress.TablesTotal.Store(int64(len(tables)))
-	// Largest first keeps the streams busy until the end.
-	order := make([]*catalog.Table, len(tables))
-	for i := range tables {
-		order[i] = &tables[i]
+	parts, err := plan(ctx, opts, tables)
+	if err != nil {
+		return nil, err
 	}
-	sort.SliceStable(order, func(i, j int) bool { return order[i].SizeBytes > order[j].SizeBytes })
-	work := make(chan *catalog.Table, len(order))
-	for _, t := range order {
-		work <- t
+	work := make(chan copyPart, len(parts))
+	for _, p := range parts {
+		work <- p
 	}
 	close(work)
 
-	streams := max(1, min(opts.MaxParallel, len(tables)))
+	streams := max(1, min(opts.MaxParallel, len(parts)))
 	var imported sync.WaitGroup
 	imported.Add(streams)
 	importedDone := make(chan struct{})
@@ -154,18 +260,18 @@ func Copy(ctx context.Context, opts Options, tables []catalog.Table) ([]TableRes
 				mu.Lock()
 				results = append(results, r)
 				mu.Unlock()
-				log.Info("table copied", "table", r.Table, "rows", r.Rows, "bytes", r.Bytes,
+				log.Info("table copied", "table", r.Table, "rows", r.Rows, "bytes", r.Bytes, "parts", r.Parts,
 					"seconds", fmt.Sprintf("%.2f", r.Duration.Seconds()),
 					"mb_per_s", fmt.Sprintf("%.1f", float64(r.Bytes)/1e6/max(r.Duration.Seconds(), 1e-3)))
 			})
 		})
 	}
-	err := g.Wait()
+	err = g.Wait()
 	sort.Slice(results, func(i, j int) bool { return results[i].Table < results[j].Table })
 	return results, err
 }
 
-func copyStream(ctx context.Context, opts Options, work <-chan *catalog.Table, imported func(), done func(TableResult)) error {
+func copyStream(ctx context.Context, opts Options, work <-chan copyPart, imported func(), done func(TableResult)) error {
 	src, err := pgconnect.Connect(ctx, "source", opts.SourceURL)
 	if err != nil {
 		return err
@@ -187,42 +293,60 @@ func copyStream(ctx context.Context, opts Options, work <-chan *catalog.Table, i
 	}
 	defer dst.Close(context.WithoutCancel(ctx))
 
-	for t := range work {
+	for p := range work {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		r, err := copyTable(ctx, opts, tx.Conn(), dst, t)
-		if err != nil {
+		tc := p.table
+		tc.began.Do(func() {
+			tc.started = time.Now()
+			tc.progress = opts.Progress.start(tc.t.String())
+		})
+		if err := copyPartOf(ctx, opts, tx.Conn(), dst, p); err != nil {
 			return err
 		}
-		opts.Progress.TablesDone.Add(1)
-		done(r)
+		if tc.remaining.Add(-1) == 0 {
+			opts.Progress.finish(tc.progress)
+			opts.Progress.TablesDone.Add(1)
+			done(TableResult{Table: tc.t.String(), Rows: tc.progress.rows.Load(), Bytes: tc.progress.bytes.Load(), Duration: time.Since(tc.started), Parts: tc.parts})
+		}
 	}
 	return nil
 }
 
-// copyTable pipes COPY TO STDOUT on the source into COPY FROM STDIN on the
-// target through a fixed-size buffer: memory does not grow with the table.
-func copyTable(ctx context.Context, opts Options, src, dst *pgx.Conn, t *catalog.Table) (TableResult, error) {
-	began := time.Now()
+// copyPartOf pipes COPY TO STDOUT on the source into COPY FROM STDIN on
+// the target through a fixed-size buffer: memory does not grow with the
+// table. Each part is one target transaction; a copy that fails leaves
+// the parts it committed to the next bootstrap, which empties the job's
+// tables before it starts over.
+func copyPartOf(ctx context.Context, opts Options, src, dst *pgx.Conn, p copyPart) error {
+	t := p.table.t
 	cols := t.CopiedColumns()
+	what := t.String()
+	read := fmt.Sprintf("COPY %s%s TO STDOUT", t.Ident(), columnList(cols))
+	if p.split {
+		what = fmt.Sprintf("%s (blocks %d-%s)", t, p.from, blockEnd(p.to))
+		where := fmt.Sprintf("ctid >= '(%d,0)'::tid", p.from)
+		if p.to != 0 {
+			where += fmt.Sprintf(" AND ctid < '(%d,0)'::tid", p.to)
+		}
+		read = fmt.Sprintf("COPY (SELECT %s FROM %s WHERE %s) TO STDOUT", cols, t.Ident(), where)
+	}
 	tx, err := dst.Begin(ctx)
 	if err != nil {
-		return TableResult{}, fmt.Errorf("copy %s: begin on target: %w", t, err)
+		return fmt.Errorf("copy %s: begin on target: %w", what, err)
 	}
 	// The table is empty: bootstrap checked it, or emptied the job's tables
 	// before starting over. A copy that fails rolls back with tx.
 	defer tx.Rollback(context.WithoutCancel(ctx))
 
 	pipe := newChunkPipe(max(opts.BufferSize, 4096), pipeChunks)
-	tp := opts.Progress.start(t.String())
-	defer opts.Progress.finish(tp)
-	counter := &countingWriter{w: pipe, progress: opts.Progress, table: tp}
+	counter := &countingWriter{w: pipe, progress: opts.Progress, table: p.table}
 	var readErr error
 	readDone := make(chan struct{})
 	go func() {
 		defer close(readDone)
-		_, readErr = src.PgConn().CopyTo(ctx, counter, fmt.Sprintf("COPY %s%s TO STDOUT", t.Ident(), columnList(cols)))
+		_, readErr = src.PgConn().CopyTo(ctx, counter, read)
 		counter.publish()
 		pipe.CloseWrite(readErr)
 	}()
@@ -230,15 +354,22 @@ func copyTable(ctx context.Context, opts Options, src, dst *pgx.Conn, t *catalog
 	pipe.CloseRead()
 	<-readDone
 	if readErr != nil {
-		return TableResult{}, fmt.Errorf("copy %s: read from source: %w", t, readErr)
+		return fmt.Errorf("copy %s: read from source: %w", what, readErr)
 	}
 	if writeErr != nil {
-		return TableResult{}, fmt.Errorf("copy %s: write to target: %w", t, writeErr)
+		return fmt.Errorf("copy %s: write to target: %w", what, writeErr)
 	}
 	if err := tx.Commit(ctx); err != nil {
-		return TableResult{}, fmt.Errorf("copy %s: commit on target: %w", t, err)
+		return fmt.Errorf("copy %s: commit on target: %w", what, err)
 	}
-	return TableResult{Table: t.String(), Rows: counter.rows, Bytes: counter.bytes, Duration: time.Since(began)}, nil
+	return nil
+}
+
+func blockEnd(to uint32) string {
+	if to == 0 {
+		return "end"
+	}
+	return fmt.Sprint(to - 1)
 }
 
 // pipeChunks is the number of buffer_size_kb chunks between the two sides
@@ -247,19 +378,17 @@ const pipeChunks = 4
 
 // countingWriter counts bytes and rows (text COPY ends every row with a
 // newline and escapes newlines inside values), publishing them to the
-// shared Progress every megabyte rather than on every row.
+// shared Progress and the table's parts every megabyte rather than on
+// every row.
 type countingWriter struct {
 	w           io.Writer
-	rows, bytes int64
 	unpublished struct{ rows, bytes int64 }
 	progress    *Progress
-	table       *tableProgress
+	table       *tableCopy
 }
 
 func (c *countingWriter) Write(p []byte) (int, error) {
 	rows := int64(bytes.Count(p, []byte{'\n'}))
-	c.rows += rows
-	c.bytes += int64(len(p))
 	c.unpublished.rows += rows
 	c.unpublished.bytes += int64(len(p))
 	if c.unpublished.bytes >= 1<<20 {
@@ -271,8 +400,8 @@ func (c *countingWriter) Write(p []byte) (int, error) {
 func (c *countingWriter) publish() {
 	c.progress.Rows.Add(c.unpublished.rows)
 	c.progress.Bytes.Add(c.unpublished.bytes)
-	c.table.rows.Store(c.rows)
-	c.table.bytes.Store(c.bytes)
+	c.table.progress.rows.Add(c.unpublished.rows)
+	c.table.progress.bytes.Add(c.unpublished.bytes)
 	c.unpublished.rows, c.unpublished.bytes = 0, 0
 }
 

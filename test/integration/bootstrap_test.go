@@ -6,6 +6,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -114,10 +115,22 @@ func TestBootstrapTwiceTeardownAndForce(t *testing.T) {
 }
 
 func TestBootstrapRecoversFromInterruptedRun(t *testing.T) {
+	t.Run("whole table", func(t *testing.T) { bootstrapKilledDuringCopy(t, 0) })
+	// In ranges, each range commits on its own: the kill comes after some
+	// have, and the next bootstrap must empty the table first.
+	t.Run("block ranges", func(t *testing.T) { bootstrapKilledDuringCopy(t, 8) })
+}
+
+func bootstrapKilledDuringCopy(t *testing.T, rangeMB int) {
 	e := newEnv(t, `CREATE TABLE big (id int PRIMARY KEY, pad text);
-INSERT INTO big SELECT g, repeat('p', 200) FROM generate_series(1, 800000) g;`, "[tuning]\nmax_parallel_copies = 1\n")
+INSERT INTO big SELECT g, repeat('p', 200) FROM generate_series(1, 800000) g;`,
+		fmt.Sprintf("[tuning]\nmax_parallel_copies = 1\ncopy_range_mb = %d\n", rangeMB))
 	bg := e.start("bootstrap")
 	eventually(t, 60*time.Second, "the copy to start", func() bool {
+		if rangeMB > 0 {
+			return queryOne[bool](t, e.tgt, "SELECT to_regclass('big') IS NOT NULL") &&
+				queryOne[int](t, e.tgt, "SELECT count(*) FROM big") > 0
+		}
 		return queryOne[int](t, e.tgt, "SELECT count(*) FROM pg_stat_activity WHERE query LIKE 'COPY%FROM STDIN%'") > 0
 	})
 	bg.kill9(t)
@@ -132,7 +145,10 @@ INSERT INTO big SELECT g, repeat('p', 200) FROM generate_series(1, 800000) g;`, 
 	if r.code != 1 || !strings.Contains(r.stderr, "bootstrap did not finish") {
 		t.Errorf("run after an interrupted bootstrap: exit %d\n%s", r.code, r.stderr)
 	}
-	e.mustPgsync("bootstrap")
+	r = e.mustPgsync("bootstrap")
+	if rangeMB > 0 && !strings.Contains(r.stderr, "parts=") || rangeMB > 0 && strings.Contains(r.stderr, "parts=1 ") {
+		t.Errorf("the rerun did not copy big in ranges:\n%s", r.stderr)
+	}
 	e.mustVerify()
 }
 
@@ -221,9 +237,15 @@ func TestUnreachableServerFailsFast(t *testing.T) {
 }
 
 func TestBootstrapSnapshotIsConsistentUnderWrites(t *testing.T) {
+	t.Run("whole tables", func(t *testing.T) { snapshotUnderWrites(t, "") })
+	// acct (about 2.5 MB of heap) in 1 MB ranges, taken by both streams.
+	t.Run("block ranges", func(t *testing.T) { snapshotUnderWrites(t, "[tuning]\ncopy_range_mb = 1\n") })
+}
+
+func snapshotUnderWrites(t *testing.T, tuning string) {
 	e := newEnv(t, `CREATE TABLE acct (id int PRIMARY KEY, balance bigint NOT NULL);
 INSERT INTO acct SELECT g, 1000 FROM generate_series(1, 50000) g;
-CREATE TABLE ledger (id bigserial PRIMARY KEY, acct int, delta bigint);`, "")
+CREATE TABLE ledger (id bigserial PRIMARY KEY, acct int, delta bigint);`, tuning)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	writer := startTransfers(ctx, t, e.srcURL)
@@ -231,7 +253,10 @@ CREATE TABLE ledger (id bigserial PRIMARY KEY, acct int, delta bigint);`, "")
 	eventually(t, 30*time.Second, "transfers on the source", func() bool {
 		return queryOne[int](t, e.src, "SELECT count(*) FROM ledger") > 200
 	})
-	e.mustPgsync("bootstrap")
+	r := e.mustPgsync("bootstrap")
+	if tuning != "" && !regexp.MustCompile(`table=public\.acct .*parts=[2-9]`).MatchString(r.stderr) {
+		t.Fatalf("acct was not copied in ranges:\n%s", r.stderr)
+	}
 	// The copy is one point in time across both tables: each transfer
 	// updates two accounts and logs both moves in ledger in one
 	// transaction, so every account's balance is its opening balance plus
