@@ -1,0 +1,107 @@
+#!/usr/bin/env bash
+# Initial copy of ONE large table: pgsync bootstrap with 1, 2 and 4 COPY
+# streams (the table cut into tuning.copy_range_mb ranges of heap blocks),
+# beside a native subscription (one table sync worker per table) and a
+# plain COPY TO STDOUT | COPY FROM STDIN pipe.
+#   ROWS=8000000   (about 140 bytes of COPY text a row: 1.1 GB)
+#   STREAMS="1 2 4"
+# Records the time, pgsync's RSS and CPU, and the CPU seconds of each
+# server's processes that ended with the copy (the COPY backends, the
+# native table sync worker and its walsender).
+# Writes bench-results/copy-*.{csv,log} and copy.json.
+set -euo pipefail
+source "$(dirname "$0")/bench-lib.sh"
+ROWS=${ROWS:-8000000}
+STREAMS=${STREAMS:-"1 2 4"}
+bench_setup
+trap 'kill $(jobs -p) 2>/dev/null || true' EXIT
+
+ONE_TABLE_DDL="CREATE TABLE bench_a (id bigint PRIMARY KEY, customer text NOT NULL, qty int NOT NULL, price numeric(12,2),
+  created timestamptz NOT NULL, note text);"
+
+echo "copy-bench: one table of $ROWS rows"
+fresh_db copysrc
+psql_src copysrc <<SQL
+$ONE_TABLE_DDL
+INSERT INTO bench_a SELECT g, 'customer-' || (g % 100000), g % 1000, (g % 100000) / 7.0,
+  '2026-01-01 00:00:00+00'::timestamptz + g * interval '1 second', repeat(md5(g::text), 2) FROM generate_series(1, $ROWS) g;
+VACUUM ANALYZE bench_a;
+SQL
+source_bytes=$(val_src copysrc "SELECT pg_relation_size('bench_a')")
+
+settle_copy() { psql_src copysrc -c "CHECKPOINT" >/dev/null; psql_tgt postgres -c "CHECKPOINT" >/dev/null; }
+
+# cpu_delta PORT BEFORE: CPU seconds of the cluster's processes that ended since BEFORE.
+cpu_delta() { awk -v a="$2" -v b="$(children_cpu "$1")" 'BEGIN { printf "%.2f", b - a }'; }
+
+runs=""
+for n in $STREAMS; do
+  echo "copy-bench: pgsync bootstrap, $n stream(s)"
+  psql_tgt postgres -c "DROP DATABASE IF EXISTS copy_$n WITH (FORCE)" -c "CREATE DATABASE copy_$n"
+  cfg=$RESULTS/copy-$n.toml
+  BENCH_TUNING="[tuning]
+max_parallel_copies = $n" write_config "$cfg" "copy$n" copysrc "copy_$n"
+  settle_copy
+  s0=$(children_cpu "$SRC_PORT") g0=$(children_cpu "$TGT_PORT")
+  sampled_run "copy-$n-bootstrap" "$PGSYNC" -c "$cfg" bootstrap
+  sleep 0.5
+  src_cpu=$(cpu_delta "$SRC_PORT" "$s0") tgt_cpu=$(cpu_delta "$TGT_PORT" "$g0")
+  bytes=$(sed -n 's/.*msg="bootstrap done".* bytes=\([0-9]*\).*/\1/p' "$RESULTS/copy-$n-bootstrap.log")
+  parts=$(sed -n 's/.*msg="table copied".* parts=\([0-9]*\).*/\1/p' "$RESULTS/copy-$n-bootstrap.log")
+  if "$PGSYNC" -c "$cfg" verify >"$RESULTS/copy-$n-verify.txt"; then match=true; else match=false; fi
+  "$PGSYNC" -c "$cfg" teardown >/dev/null 2>&1
+  psql_tgt postgres -c "DROP DATABASE copy_$n WITH (FORCE)" >/dev/null
+  runs="$runs${runs:+,}
+    {\"streams\": $n, \"seconds\": $run_secs, \"copy_bytes\": ${bytes:-0}, \"parts\": ${parts:-0},
+     \"mb_per_s\": $(ratio "$(awk -v b="${bytes:-0}" 'BEGIN {print b / 1e6}')" "$run_secs"),
+     \"rss_avg_mb\": $run_rss_avg, \"rss_peak_mb\": $run_rss_peak, \"pgsync_cpu_avg_pct\": $run_cpu,
+     \"source_cpu_seconds\": $src_cpu, \"target_cpu_seconds\": $tgt_cpu, \"hashes_match\": $match}"
+  eval "secs_$n=$run_secs"
+done
+
+echo "copy-bench: plain COPY pipe"
+psql_tgt postgres -c "DROP DATABASE IF EXISTS copy_pipe WITH (FORCE)" -c "CREATE DATABASE copy_pipe"
+psql_tgt copy_pipe -c "$ONE_TABLE_DDL"
+settle_copy
+t0=$(now)
+psql_src copysrc -c "COPY bench_a TO STDOUT" | psql_tgt copy_pipe -c "COPY bench_a FROM STDIN"
+t1=$(now)
+pipe_secs=$(elapsed "$t0" "$t1")
+psql_tgt postgres -c "DROP DATABASE copy_pipe WITH (FORCE)" >/dev/null
+
+echo "copy-bench: native subscription initial copy"
+psql_tgt postgres -c "DROP DATABASE IF EXISTS copy_native WITH (FORCE)" -c "CREATE DATABASE copy_native"
+psql_tgt copy_native -c "$ONE_TABLE_DDL"
+psql_src copysrc -c "CREATE PUBLICATION native_copy FOR TABLE bench_a"
+settle_copy
+s0=$(children_cpu "$SRC_PORT") g0=$(children_cpu "$TGT_PORT")
+t0=$(now)
+psql_tgt copy_native -c "CREATE SUBSCRIPTION native_copy CONNECTION 'host=127.0.0.1 port=$SRC_PORT dbname=copysrc user=postgres' PUBLICATION native_copy WITH (copy_data = true)"
+wait_for 3600 "native initial copy" bash -c "[ \"\$($bindir/psql -X -Atq -U postgres -h 127.0.0.1 -p $TGT_PORT -d copy_native -c \"SELECT count(*) FILTER (WHERE srsubstate = 'r') FROM pg_subscription_rel\")\" = 1 ]"
+t1=$(now)
+native_secs=$(elapsed "$t0" "$t1")
+sleep 0.5
+native_src_cpu=$(cpu_delta "$SRC_PORT" "$s0") native_tgt_cpu=$(cpu_delta "$TGT_PORT" "$g0")
+psql_tgt copy_native -c "ALTER SUBSCRIPTION native_copy DISABLE" -c "ALTER SUBSCRIPTION native_copy SET (slot_name = NONE)" -c "DROP SUBSCRIPTION native_copy"
+psql_src copysrc -c "SELECT pg_drop_replication_slot('native_copy')" -c "DROP PUBLICATION native_copy" >/dev/null
+psql_tgt postgres -c "DROP DATABASE copy_native WITH (FORCE)" >/dev/null
+
+best=$(for n in $STREAMS; do v="secs_$n"; echo "${!v}"; done | sort -n | head -1)
+cat >"$RESULTS/copy.json" <<JSON
+{
+  "benchmark": "copy",
+  "command": "ROWS=$ROWS STREAMS=\"$STREAMS\" scripts/copy-bench.sh",
+  "date": "$(date -u +%FT%TZ)",
+$(env_json),
+  "rows": $ROWS,
+  "heap_bytes": $source_bytes,
+  "pgsync": [$runs
+  ],
+  "native_subscription": {"seconds": $native_secs, "source_cpu_seconds": $native_src_cpu, "target_cpu_seconds": $native_tgt_cpu},
+  "copy_pipe_seconds": $pipe_secs,
+  "pgsync_best_seconds": $best,
+  "pgsync_best_speedup_vs_native": $(ratio "$native_secs" "$best"),
+  "pgsync_best_speedup_vs_pipe": $(ratio "$pipe_secs" "$best")
+}
+JSON
+cat "$RESULTS/copy.json"
