@@ -67,6 +67,7 @@ type Applier struct {
 	formats   []int16
 	setBuf    []int
 	run       rowRun
+	copyBuf   []byte // a run of INSERTs in COPY text format
 	hash      maphash.Hash
 
 	pipeline    *pgconn.Pipeline

@@ -113,10 +113,15 @@ func TestSingleRowStatements(t *testing.T) {
 func runOf(t *testing.T, a *Applier, msgs ...[]byte) (sqls []string, params [][]string) {
 	t.Helper()
 	var c pgoutput.Change
-	emit := func() {
-		st, _ := a.runStatement()
-		sqls = append(sqls, st.sql)
-		params = append(params, strs(a.run.params))
+	emit := func() { // as flushRun does, COPY aside
+		r := &a.run
+		w, chunk := r.width(), r.chunkRows()
+		for start := 0; start < r.rows; start += chunk {
+			n := min(chunk, r.rows-start)
+			st, _ := a.runStatement(n)
+			sqls = append(sqls, st.sql)
+			params = append(params, strs(r.params[start*w:(start+n)*w]))
+		}
 		a.clearRun()
 	}
 	for _, m := range msgs {
@@ -291,7 +296,7 @@ func BenchmarkDecodeAndBind(b *testing.B) {
 					b.Fatal("row did not join the run")
 				}
 				if full {
-					st, _ := a.runStatement()
+					st, _ := a.runStatement(a.run.rows)
 					encode(st.name, a.run.params)
 					a.clearRun()
 				}
@@ -320,5 +325,37 @@ func TestInsertOverridesIdentityAlways(t *testing.T) {
 	rel := &relation{ident: `"public"."t"`, cols: []string{`"id"`, `"v"`}, anyAlways: true}
 	if got, want := insertSQL(rel, 2), `INSERT INTO "public"."t" ("id", "v") OVERRIDING SYSTEM VALUE VALUES ($1, $2), ($3, $4)`; got != want {
 		t.Errorf("%s\nwant %s", got, want)
+	}
+}
+
+func TestAppendCopyRows(t *testing.T) {
+	values := [][]byte{
+		[]byte("1"), []byte(`a\b`), nil,
+		[]byte("2"), {}, []byte("tab\there\nnl\rcr"),
+	}
+	got := string(appendCopyRows(nil, values, 3))
+	want := "1\ta\\\\b\t\\N\n2\t\ttab\\there\\nnl\\rcr\n"
+	if got != want {
+		t.Errorf("appendCopyRows = %q, want %q", got, want)
+	}
+}
+
+func TestLongInsertRunsGoAsCopy(t *testing.T) {
+	a := newTestApplier(t)
+	var msgs [][]byte
+	for i := 0; i < copyMinRows; i++ {
+		msgs = append(msgs, ot.Insert(1, []ot.Value{ot.T(fmt.Sprint(i)), ot.T("x"), ot.T("2")}))
+	}
+	var c pgoutput.Change
+	for _, m := range msgs {
+		decode(t, m, &c)
+		rel := a.relations[c.RelationID]
+		joined, full := a.addToRun(rel, &c)
+		if !joined || full {
+			t.Fatalf("row %s: joined %v, full %v: an INSERT run must grow past %d rows", c.New.Values[0], joined, full, maxRunRows)
+		}
+	}
+	if a.run.rows != copyMinRows {
+		t.Fatalf("run of %d rows, want %d", a.run.rows, copyMinRows)
 	}
 }

@@ -3,6 +3,7 @@ package apply
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"slices"
 
 	"github.com/pgsync/pgsync/pgoutput"
@@ -12,7 +13,9 @@ import (
 // go to the target as one statement: a multi-row INSERT, an UPDATE ... FROM
 // (VALUES ...) or a DELETE ... WHERE key IN (...). The target then starts its
 // executor once per run instead of once per row, which is where a
-// row-at-a-time applier spends its time.
+// row-at-a-time applier spends its time. A long run of INSERTs goes as a
+// COPY FROM STDIN inside the open target transaction instead, which takes
+// the server's multi-insert path (docs/benchmarks.md, inserts).
 //
 // Order is kept: any change that cannot join the run sends the run first.
 // A run's values point into message buffers; they are released when it is
@@ -33,8 +36,19 @@ type rowRun struct {
 // into a run.
 const largeChange = 64 << 10
 
-// maxRunRows bounds a run; the protocol's 65535 parameters bound it too.
+// maxRunRows bounds a run sent as one statement; the protocol's 65535
+// parameters bound it too.
 const maxRunRows = 64
+
+// A run of at least copyMinRows INSERTs is sent as a COPY; an INSERT run
+// may grow to maxCopyRows rows or maxCopyBytes value bytes. Below
+// copyMinRows, COPY saved no target CPU over multi-row INSERTs and costs
+// a round trip (scripts/insert-copy-bench).
+const (
+	copyMinRows  = 256
+	maxCopyRows  = 8192
+	maxCopyBytes = 1 << 20
+)
 
 // runnable reports whether the change can be part of a run: INSERTs, and
 // UPDATEs and DELETEs that find their row by key. An UPDATE that changes
@@ -103,6 +117,9 @@ func (a *Applier) addToRun(rel *relation, c *pgoutput.Change) (joined, full bool
 		}
 	}
 	r.rows++
+	if c.Op == pgoutput.MsgInsert && len(rel.cols) > 0 {
+		return true, r.rows >= maxCopyRows || r.bytes >= maxCopyBytes
+	}
 	perRow := len(r.params) / r.rows
 	return true, r.rows >= maxRunRows || len(r.params)+perRow > 65535
 }
@@ -124,11 +141,11 @@ func (a *Applier) keyHash(rel *relation, t *pgoutput.Tuple) uint64 {
 	return a.hash.Sum64()
 }
 
-// runStatement returns the statement of the current run; fresh is true on
-// its first use, when it still has to be prepared.
-func (a *Applier) runStatement() (st *statement, fresh bool) {
+// runStatement returns the statement for rows rows of the current run;
+// fresh is true on its first use, when it still has to be prepared.
+func (a *Applier) runStatement(rows int) (st *statement, fresh bool) {
 	r := &a.run
-	k := a.statementKey(r.op, r.rel, r.rows)
+	k := a.statementKey(r.op, r.rel, rows)
 	if r.op == pgoutput.MsgUpdate {
 		k = append(k, r.mask...)
 	}
@@ -139,37 +156,129 @@ func (a *Applier) runStatement() (st *statement, fresh bool) {
 	st = &statement{}
 	switch r.op {
 	case pgoutput.MsgInsert:
-		st.sql = insertSQL(r.rel, r.rows)
+		st.sql = insertSQL(r.rel, rows)
 	case pgoutput.MsgUpdate:
-		st.sql = updateRunSQL(r.rel, r.setCols, r.rows)
+		st.sql = updateRunSQL(r.rel, r.setCols, rows)
 	case pgoutput.MsgDelete:
-		st.sql = deleteRunSQL(r.rel, r.rows)
+		st.sql = deleteRunSQL(r.rel, rows)
 	}
 	a.addStatement(k, r.rel, st)
 	return st, true
 }
 
-// flushRun sends the current run as one statement.
+// flushRun sends the current run: as a COPY when it is a long run of
+// INSERTs, otherwise as statements of at most maxRunRows rows (one for
+// UPDATE and DELETE runs, which never grow past that).
 func (a *Applier) flushRun(ctx context.Context) error {
 	r := &a.run
 	if r.rows == 0 {
 		return nil
 	}
-	st, fresh := a.runStatement()
-	a.startPipeline(ctx)
-	if fresh {
-		a.pipeline.SendPrepare(st.name, st.sql, nil)
-		a.pending = append(a.pending, pending{kind: pendingPrepare, op: r.op, rel: r.rel, lsn: a.sourceLSN})
+	if r.op == pgoutput.MsgInsert && r.rows >= copyMinRows {
+		return a.copyRun(ctx)
 	}
-	a.pipeline.SendQueryPrepared(st.name, r.params, nil, nil)
-	expect := int32(r.rows) // each UPDATE and DELETE of a run finds its own row
-	if r.op == pgoutput.MsgInsert {
-		expect = 0
+	rows, width, chunk := r.rows, r.width(), r.chunkRows()
+	for start := 0; start < rows; start += chunk {
+		n := min(chunk, rows-start)
+		st, fresh := a.runStatement(n)
+		a.startPipeline(ctx)
+		if fresh {
+			a.pipeline.SendPrepare(st.name, st.sql, nil)
+			a.pending = append(a.pending, pending{kind: pendingPrepare, op: r.op, rel: r.rel, lsn: a.sourceLSN})
+		}
+		var params [][]byte
+		if width > 0 {
+			params = r.params[start*width : (start+n)*width]
+		}
+		a.pipeline.SendQueryPrepared(st.name, params, nil, nil)
+		expect := int32(n) // each UPDATE and DELETE of a run finds its own row
+		if r.op == pgoutput.MsgInsert {
+			expect = 0
+		}
+		a.pending = append(a.pending, pending{kind: pendingRows, op: r.op, expect: expect, rel: r.rel, lsn: a.sourceLSN})
+		if err := a.queued(ctx, n, r.bytes*int64(n)/int64(rows)); err != nil {
+			return err
+		}
 	}
-	a.pending = append(a.pending, pending{kind: pendingRows, op: r.op, expect: expect, rel: r.rel, lsn: a.sourceLSN})
-	rows, n := r.rows, r.bytes
 	a.clearRun()
-	return a.queued(ctx, rows, n)
+	return nil
+}
+
+// width is the number of parameters a row of the run has.
+func (r *rowRun) width() int { return len(r.params) / max(r.rows, 1) }
+
+// chunkRows is the number of rows each statement of the run carries: all
+// of them, except for an INSERT run, which may be longer than a statement
+// can take (maxRunRows, 65535 parameters).
+func (r *rowRun) chunkRows() int {
+	if r.op != pgoutput.MsgInsert || r.width() == 0 {
+		return r.rows
+	}
+	return min(maxRunRows, 65535/r.width())
+}
+
+// copyRun sends the current run of INSERTs as COPY FROM STDIN in the open
+// target transaction. The pipeline is drained first (COPY is its own round
+// trip), so every earlier statement has succeeded and order is kept.
+func (a *Applier) copyRun(ctx context.Context) error {
+	r := &a.run
+	rel, rows, n := r.rel, r.rows, r.bytes
+	a.copyBuf = appendCopyRows(a.copyBuf[:0], r.params, len(rel.cols))
+	a.clearRun()
+	if err := a.drain(ctx); err != nil {
+		return err
+	}
+	tag, err := a.conn.PgConn().CopyFrom(ctx, bytes.NewReader(a.copyBuf), copySQL(rel))
+	if cap(a.copyBuf) > 4*maxCopyBytes {
+		a.copyBuf = nil // one run of escaped values: do not keep it
+	}
+	pd := pending{kind: pendingRows, op: pgoutput.MsgInsert, rel: rel, lsn: a.sourceLSN}
+	if err == nil && tag.RowsAffected() != int64(rows) {
+		err = fmt.Errorf("COPY stored %d rows of %d", tag.RowsAffected(), rows)
+	}
+	if err != nil {
+		return a.fail(ctx, describe(&pd, a.opts.Job, fmt.Errorf("COPY of %d rows: %w", rows, err)))
+	}
+	a.groupBytes += n
+	return nil
+}
+
+// appendCopyRows appends rows of width text values (nil is NULL) in COPY's
+// text format: tab-separated, one line a row, with backslash, tab, newline
+// and carriage return escaped.
+func appendCopyRows(dst []byte, values [][]byte, width int) []byte {
+	for i, v := range values {
+		if i%width != 0 {
+			dst = append(dst, '\t')
+		}
+		if v == nil {
+			dst = append(dst, '\\', 'N')
+		} else {
+			for len(v) > 0 {
+				j := bytes.IndexAny(v, "\\\t\n\r")
+				if j < 0 {
+					dst = append(dst, v...)
+					break
+				}
+				dst = append(dst, v[:j]...)
+				switch v[j] {
+				case '\\':
+					dst = append(dst, '\\', '\\')
+				case '\t':
+					dst = append(dst, '\\', 't')
+				case '\n':
+					dst = append(dst, '\\', 'n')
+				case '\r':
+					dst = append(dst, '\\', 'r')
+				}
+				v = v[j+1:]
+			}
+		}
+		if i%width == width-1 {
+			dst = append(dst, '\n')
+		}
+	}
+	return dst
 }
 
 // clearRun empties the run, dropping its references to message buffers.

@@ -28,6 +28,13 @@ func insertSQL(rel *relation, rows int) string {
 	return b.String()
 }
 
+// copySQL returns the COPY FROM STDIN of a run of INSERTs. COPY writes
+// the given values into identity columns, GENERATED ALWAYS ones too, as
+// INSERT ... OVERRIDING SYSTEM VALUE does.
+func copySQL(rel *relation) string {
+	return fmt.Sprintf("COPY %s (%s) FROM STDIN", rel.ident, strings.Join(rel.cols, ", "))
+}
+
 // whereIdentity writes the row match, numbering parameters from next. A
 // full-row identity matches one row only, even among duplicates, and among
 // rows equal to the old row under their types' equality (numeric 1.0 and
