@@ -92,7 +92,7 @@ progress_lsn() { val_tgt $DB "SELECT lsn FROM pgsync.progress WHERE job = 'fault
 slot_confirmed() { val_src $DB "SELECT confirmed_flush_lsn FROM pg_replication_slots WHERE slot_name = 'pgsync_faults'"; }
 copying() { [ "$(val_tgt $DB "SELECT state FROM pgsync.progress WHERE job = 'faults'" 2>/dev/null)" = copying ]; }
 bulk_applying() {
-  [ "$(val_tgt $DB "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'pgsync' AND (query LIKE 'INSERT INTO %events%' OR query LIKE 'COPY %events%'))")" != 0 ]
+  [ "$(val_tgt $DB "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'pgsync' AND (query LIKE 'INSERT INTO %events%' OR query LIKE 'COPY %events%')")" != 0 ]
 }
 rand_ms() { echo $(( $1 + RANDOM % ($2 - $1 + 1) )); }
 sleep_ms() { sleep "$(awk -v m="$1" 'BEGIN { printf "%.3f", m / 1000 }')"; }
