@@ -9,7 +9,7 @@ export PGSYNC_TARGET_PORT=${PGSYNC_TARGET_PORT:-57433}
 SRC_PORT=$PGSYNC_SOURCE_PORT
 TGT_PORT=$PGSYNC_TARGET_PORT
 RESULTS=${RESULTS:-$root/bench-results}
-PGSYNC=$root/bin/pgsync
+PGSYNC=${PGSYNC:-$root/bin/pgsync} # another build can be compared
 mkdir -p "$RESULTS"
 
 bench_setup() {

@@ -19,7 +19,12 @@ write_config "$cfg" bigtxn bigtxn bigtxn
 echo "bigtxn-bench: one transaction of $BIG_ROWS rows"
 psql_src bigtxn -c "INSERT INTO bench_a SELECT g, 'customer-' || g, g % 1000, g / 7.0, now(), repeat(md5(g::text), 2) FROM generate_series(1, $BIG_ROWS) g"
 settle bigtxn
+src_c0=$(children_cpu "$SRC_PORT") tgt_c0=$(children_cpu "$TGT_PORT")
 sampled_run bigtxn-pgsync "$PGSYNC" -c "$cfg" run --until-caught-up --log-every 1s
+sleep 1
+walsender_cpu=$(awk -v a="$src_c0" -v b="$(children_cpu "$SRC_PORT")" 'BEGIN { printf "%.2f", b - a }')
+backend_cpu=$(awk -v a="$tgt_c0" -v b="$(children_cpu "$TGT_PORT")" 'BEGIN { printf "%.2f", b - a }')
+self_cpu=$(sed -n 's/.*msg=stopped.* cpu_s=\([0-9.]*\).*/\1/p' "$RESULTS/bigtxn-pgsync.log" | tail -1)
 secs=$run_secs rss_avg=$run_rss_avg rss_peak=$run_rss_peak cpu_avg=$run_cpu
 if "$PGSYNC" -c "$cfg" verify >"$RESULTS/bigtxn-verify.txt"; then match=true; else match=false; fi
 go run "$root/scripts/plot" -rss "$RESULTS/bigtxn-pgsync-rss.csv" -log "$RESULTS/bigtxn-pgsync.log" \
@@ -35,6 +40,7 @@ $(env_json),
   "rows_per_s": $(ratio "$BIG_ROWS" "$secs"),
   "rss_avg_mb": $rss_avg,
   "rss_peak_mb": $rss_peak,
+  "cpu_seconds": {"pgsync": ${self_cpu:-null}, "walsender": $walsender_cpu, "target_backend": $backend_cpu},
   "cpu_avg_pct": $cpu_avg,
   "hashes_match": $match
 }

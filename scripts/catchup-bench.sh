@@ -33,7 +33,8 @@ wait_for 60 "native slot to go idle" bash -c "[ \"\$($bindir/psql -X -Atq -U pos
 # decoded inside the server (pg_logical_slot_peek_binary_changes).
 psql_src catchup -c "SELECT pg_create_logical_replication_slot('decode_probe', 'pgoutput')" \
   -c "SELECT pg_create_logical_replication_slot('decode_probe2', 'pgoutput')" \
-  -c "SELECT pg_create_logical_replication_slot('peek_probe', 'pgoutput')" >/dev/null
+  -c "SELECT pg_create_logical_replication_slot('peek_probe', 'pgoutput')" \
+  -c "SELECT pg_create_logical_replication_slot('peek_probe_binary', 'pgoutput')" >/dev/null
 echo "catchup-bench: writing a backlog of $BACKLOG_TXNS transactions"
 txn_script "$RESULTS/catchup-txn.sql" "$ROWS" "$CLIENTS" 100 10 5
 wal_start=$(val_src catchup "SELECT pg_current_wal_lsn()")
@@ -74,15 +75,28 @@ val_src catchup "SELECT count(*) FROM pg_logical_slot_peek_binary_changes('peek_
 t1=$(now)
 peek_secs=$(elapsed "$t0" "$t1")
 psql_src catchup -c "SELECT pg_drop_replication_slot('peek_probe')" >/dev/null
+# The same with pgoutput's binary option (PostgreSQL 14+): what binary
+# values would save the walsender.
+settle catchup
+t0=$(now)
+val_src catchup "SELECT count(*) FROM pg_logical_slot_peek_binary_changes('peek_probe_binary', '$wal_end', NULL,
+  'proto_version', '1', 'publication_names', 'pgsync_catchup', 'binary', 'true')" >/dev/null
+t1=$(now)
+peek_binary_secs=$(elapsed "$t0" "$t1")
+psql_src catchup -c "SELECT pg_drop_replication_slot('peek_probe_binary')" >/dev/null
 
 settle catchup
 echo "catchup-bench: pgsync run --until-caught-up"
 src_c0=$(children_cpu "$SRC_PORT") tgt_c0=$(children_cpu "$TGT_PORT")
+commits0=$(val_tgt catchup "SELECT xact_commit FROM pg_stat_database WHERE datname = current_database()")
 # shellcheck disable=SC2086 # PGSYNC_RUN_FLAGS holds several flags
 sampled_run catchup-pgsync "$PGSYNC" -c "$cfg" run --until-caught-up --log-every 1s ${PGSYNC_RUN_FLAGS:-}
 sleep 1
 pg_walsender_cpu=$(awk -v a="$src_c0" -v b="$(children_cpu "$SRC_PORT")" 'BEGIN { printf "%.2f", b - a }')
 pg_backend_cpu=$(awk -v a="$tgt_c0" -v b="$(children_cpu "$TGT_PORT")" 'BEGIN { printf "%.2f", b - a }')
+# Target transactions committed during the run (pgsync's groups, plus the
+# handful of psql sessions around it): what synchronous_commit costs.
+target_commits=$(( $(val_tgt catchup "SELECT xact_commit FROM pg_stat_database WHERE datname = current_database()") - commits0 ))
 pg_secs=$run_secs rss_avg=$run_rss_avg rss_peak=$run_rss_peak cpu_avg=$run_cpu
 rows_applied=$(sed -n 's/.*msg=stopped.* rows=\([0-9]*\).*/\1/p' "$RESULTS/catchup-pgsync.log" | tail -1)
 txns_applied=$(sed -n 's/.*msg=stopped.* txns=\([0-9]*\).*/\1/p' "$RESULTS/catchup-pgsync.log" | tail -1)
@@ -127,6 +141,7 @@ $(env_json),
     "rss_peak_mb": $rss_peak,
     "cpu_avg_pct": $cpu_avg,
     "cpu_seconds": {"pgsync": ${pg_self_cpu:-null}, "walsender": $pg_walsender_cpu, "target_backend": $pg_backend_cpu},
+    "target_commits": $target_commits,
     "hashes_match": $pg_match
   },
   "native": {
@@ -144,6 +159,7 @@ $(env_json),
     ]
   },
   "peek_seconds": $peek_secs,
+  "peek_binary_seconds": $peek_binary_secs,
   "pgsync_vs_floor": $(ratio "$pg_secs" "$floor_secs"),
   "pgsync_vs_native": $(ratio "$pg_secs" "$native_secs"),
   "pgsync_speedup_vs_native": $(ratio "$native_secs" "$pg_secs")
