@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/pgsync/pgsync/catalog"
@@ -107,6 +108,8 @@ type TableResult struct {
 	Duration time.Duration
 	// Parts is the number of block ranges it was copied in (1: whole).
 	Parts int
+	// Format is COPY's format: binary or text (layout.binary).
+	Format string
 }
 
 // copyPart is one item of the copy's work queue: a whole table, or a range
@@ -127,6 +130,14 @@ type tableCopy struct {
 	began     sync.Once
 	started   time.Time
 	progress  *tableProgress // its rows and bytes, summed over the parts
+	binary    bool           // COPY in binary format (layout.binary)
+}
+
+func (tc *tableCopy) format() string {
+	if tc.binary {
+		return "binary"
+	}
+	return "text"
 }
 
 // plan lists the copy's work, largest tables first so that the streams stay
@@ -137,16 +148,16 @@ func plan(ctx context.Context, opts Options, tables []catalog.Table) ([]copyPart
 		order[i] = &tables[i]
 	}
 	sort.SliceStable(order, func(i, j int) bool { return order[i].SizeBytes > order[j].SizeBytes })
-	blocks, blockSize, err := heapBlocks(ctx, opts, order)
+	layout, err := readLayout(ctx, opts, order)
 	if err != nil {
 		return nil, err
 	}
 	var parts []copyPart
 	for _, t := range order {
-		tc := &tableCopy{t: t, parts: 1}
-		n := blocks[t.Ident()]
-		per := uint32(max(opts.RangeBytes/blockSize, 1))
-		if opts.RangeBytes <= 0 || n < 2*int64(per) || t.CopiedColumns() == "" {
+		tc := &tableCopy{t: t, parts: 1, binary: layout.binary[t.Ident()]}
+		n := layout.blocks[t.Ident()]
+		per := uint32(max(opts.RangeBytes/layout.blockSize, 1))
+		if !layout.tidRange || opts.RangeBytes <= 0 || n < 2*int64(per) || t.CopiedColumns() == "" {
 			tc.remaining.Store(1)
 			parts = append(parts, copyPart{table: tc})
 			continue
@@ -164,49 +175,74 @@ func plan(ctx context.Context, opts Options, tables []catalog.Table) ([]copyPart
 	return parts, nil
 }
 
-// heapBlocks reads the number of heap blocks of the tables that may be
-// split, by identifier, and the source's block size. Sizes are not part of
-// a snapshot; the last range of a table reads to its end whatever it is.
-func heapBlocks(ctx context.Context, opts Options, tables []*catalog.Table) (map[string]int64, int64, error) {
-	blocks := make(map[string]int64)
-	var idents []string
-	for _, t := range tables {
-		if opts.RangeBytes > 0 && t.SizeBytes >= 2*opts.RangeBytes {
-			idents = append(idents, t.Ident())
-		}
-	}
-	if len(idents) == 0 {
-		return blocks, 8192, nil
-	}
+// layout is what plan needs to know of the tables on the source.
+type layout struct {
+	blockSize int64
+	tidRange  bool             // the source has TID range scans (14+)
+	blocks    map[string]int64 // heap blocks by table identifier
+	// binary marks the tables copied in COPY's binary format: both servers
+	// run the same major version with the same encoding, and every copied
+	// column has a built-in type, whose binary form carries no OID that
+	// could differ between the servers (arrays and records carry their
+	// element types'). Binary input skips the parsing of text, most of
+	// the target's work in a copy (docs/benchmarks.md).
+	binary map[string]bool
+}
+
+// builtinTypes is FirstNormalObjectId: objects below it are built in.
+const builtinTypes = 16384
+
+// readLayout reads the tables' heap sizes and column types on the source,
+// and the versions and encodings of both servers. Sizes are not part of a
+// snapshot; the last range of a table reads to its end whatever it is.
+func readLayout(ctx context.Context, opts Options, tables []*catalog.Table) (layout, error) {
+	l := layout{blockSize: 8192, blocks: make(map[string]int64), binary: make(map[string]bool)}
 	src, err := pgconnect.Connect(ctx, "source", opts.SourceURL)
 	if err != nil {
-		return nil, 0, err
+		return l, err
 	}
 	defer src.Close(context.WithoutCancel(ctx))
-	var blockSize int64
-	var tidRange bool
-	if err := src.QueryRow(ctx, "SELECT current_setting('block_size')::bigint, current_setting('server_version_num')::int >= 140000").Scan(&blockSize, &tidRange); err != nil {
-		return nil, 0, fmt.Errorf("read the source's block size: %w", err)
+	var srcVersion, tgtVersion int
+	var srcEncoding, tgtEncoding string
+	if err := src.QueryRow(ctx, "SELECT current_setting('block_size')::bigint, current_setting('server_version_num')::int, current_setting('server_encoding')").
+		Scan(&l.blockSize, &srcVersion, &srcEncoding); err != nil {
+		return l, fmt.Errorf("read the source's settings: %w", err)
 	}
-	if !tidRange {
-		return blocks, blockSize, nil
-	}
-	rows, err := src.Query(ctx, "SELECT t, pg_relation_size(t::regclass) / current_setting('block_size')::bigint FROM unnest($1::text[]) t", idents)
+	l.tidRange = srcVersion >= 140000
+	dst, err := pgconnect.Connect(ctx, "target", opts.TargetURL)
 	if err != nil {
-		return nil, 0, fmt.Errorf("read the sizes of the tables to split: %w", err)
+		return l, err
+	}
+	defer dst.Close(context.WithoutCancel(ctx))
+	if err := dst.QueryRow(ctx, "SELECT current_setting('server_version_num')::int, current_setting('server_encoding')").Scan(&tgtVersion, &tgtEncoding); err != nil {
+		return l, fmt.Errorf("read the target's settings: %w", err)
+	}
+	sameServers := srcVersion/10000 == tgtVersion/10000 && srcEncoding == tgtEncoding
+	idents := make([]string, len(tables))
+	for i, t := range tables {
+		idents[i] = t.Ident()
+	}
+	rows, err := src.Query(ctx, `SELECT t, pg_relation_size(t::regclass) / current_setting('block_size')::bigint,
+       coalesce((SELECT bool_and(a.atttypid < $2) FROM pg_attribute a
+                 WHERE a.attrelid = t::regclass AND a.attnum > 0 AND NOT a.attisdropped AND a.attgenerated = ''), true)
+FROM unnest($1::text[]) t`, idents, builtinTypes)
+	if err != nil {
+		return l, fmt.Errorf("read the tables' sizes and types: %w", err)
 	}
 	for rows.Next() {
 		var ident string
 		var n int64
-		if err := rows.Scan(&ident, &n); err != nil {
-			return nil, 0, err
+		var builtin bool
+		if err := rows.Scan(&ident, &n, &builtin); err != nil {
+			return l, err
 		}
-		blocks[ident] = n
+		l.blocks[ident] = n
+		l.binary[ident] = sameServers && builtin
 	}
 	if err := rows.Err(); err != nil {
-		return nil, 0, fmt.Errorf("read the sizes of the tables to split: %w", err)
+		return l, fmt.Errorf("read the tables' sizes and types: %w", err)
 	}
-	return blocks, blockSize, nil
+	return l, nil
 }
 
 // Copy copies tables with at most MaxParallel concurrent streams. Each
@@ -260,7 +296,7 @@ func Copy(ctx context.Context, opts Options, tables []catalog.Table) ([]TableRes
 				mu.Lock()
 				results = append(results, r)
 				mu.Unlock()
-				log.Info("table copied", "table", r.Table, "rows", r.Rows, "bytes", r.Bytes, "parts", r.Parts,
+				log.Info("table copied", "table", r.Table, "rows", r.Rows, "bytes", r.Bytes, "parts", r.Parts, "format", r.Format,
 					"seconds", fmt.Sprintf("%.2f", r.Duration.Seconds()),
 					"mb_per_s", fmt.Sprintf("%.1f", float64(r.Bytes)/1e6/max(r.Duration.Seconds(), 1e-3)))
 			})
@@ -308,7 +344,7 @@ func copyStream(ctx context.Context, opts Options, work <-chan copyPart, importe
 		if tc.remaining.Add(-1) == 0 {
 			opts.Progress.finish(tc.progress)
 			opts.Progress.TablesDone.Add(1)
-			done(TableResult{Table: tc.t.String(), Rows: tc.progress.rows.Load(), Bytes: tc.progress.bytes.Load(), Duration: time.Since(tc.started), Parts: tc.parts})
+			done(TableResult{Table: tc.t.String(), Rows: tc.progress.rows.Load(), Bytes: tc.progress.bytes.Load(), Duration: time.Since(tc.started), Parts: tc.parts, Format: tc.format()})
 		}
 	}
 	return nil
@@ -323,14 +359,18 @@ func copyPartOf(ctx context.Context, opts Options, src, dst *pgx.Conn, p copyPar
 	t := p.table.t
 	cols := t.CopiedColumns()
 	what := t.String()
-	read := fmt.Sprintf("COPY %s%s TO STDOUT", t.Ident(), columnList(cols))
+	format := ""
+	if p.table.binary {
+		format = " (FORMAT binary)"
+	}
+	read := fmt.Sprintf("COPY %s%s TO STDOUT%s", t.Ident(), columnList(cols), format)
 	if p.split {
 		what = fmt.Sprintf("%s (blocks %d-%s)", t, p.from, blockEnd(p.to))
 		where := fmt.Sprintf("ctid >= '(%d,0)'::tid", p.from)
 		if p.to != 0 {
 			where += fmt.Sprintf(" AND ctid < '(%d,0)'::tid", p.to)
 		}
-		read = fmt.Sprintf("COPY (SELECT %s FROM %s WHERE %s) TO STDOUT", cols, t.Ident(), where)
+		read = fmt.Sprintf("COPY (SELECT %s FROM %s WHERE %s) TO STDOUT%s", cols, t.Ident(), where, format)
 	}
 	tx, err := dst.Begin(ctx)
 	if err != nil {
@@ -341,16 +381,21 @@ func copyPartOf(ctx context.Context, opts Options, src, dst *pgx.Conn, p copyPar
 	defer tx.Rollback(context.WithoutCancel(ctx))
 
 	pipe := newChunkPipe(max(opts.BufferSize, 4096), pipeChunks)
-	counter := &countingWriter{w: pipe, progress: opts.Progress, table: p.table}
+	counter := &countingWriter{w: pipe, progress: opts.Progress, table: p.table, countRows: !p.table.binary}
 	var readErr error
 	readDone := make(chan struct{})
 	go func() {
 		defer close(readDone)
-		_, readErr = src.PgConn().CopyTo(ctx, counter, read)
+		var tag pgconn.CommandTag
+		tag, readErr = src.PgConn().CopyTo(ctx, counter, read)
+		if readErr == nil && p.table.binary {
+			// Binary rows have no terminator to count as they pass.
+			counter.unpublished.rows = tag.RowsAffected()
+		}
 		counter.publish()
 		pipe.CloseWrite(readErr)
 	}()
-	_, writeErr := tx.Conn().PgConn().CopyFrom(ctx, pipe, fmt.Sprintf("COPY %s%s FROM STDIN", t.Ident(), columnList(cols)))
+	_, writeErr := tx.Conn().PgConn().CopyFrom(ctx, pipe, fmt.Sprintf("COPY %s%s FROM STDIN%s", t.Ident(), columnList(cols), format))
 	pipe.CloseRead()
 	<-readDone
 	if readErr != nil {
@@ -385,11 +430,13 @@ type countingWriter struct {
 	unpublished struct{ rows, bytes int64 }
 	progress    *Progress
 	table       *tableCopy
+	countRows   bool // text format: rows are counted as they pass
 }
 
 func (c *countingWriter) Write(p []byte) (int, error) {
-	rows := int64(bytes.Count(p, []byte{'\n'}))
-	c.unpublished.rows += rows
+	if c.countRows {
+		c.unpublished.rows += int64(bytes.Count(p, []byte{'\n'}))
+	}
 	c.unpublished.bytes += int64(len(p))
 	if c.unpublished.bytes >= 1<<20 {
 		c.publish()

@@ -22,6 +22,10 @@ func TestBootstrapCopiesEveryTypeAndVerifies(t *testing.T) {
 	if !strings.Contains(r.stdout, "bootstrapped job "+e.job+": 4 tables") {
 		t.Errorf("bootstrap summary: %q", r.stdout)
 	}
+	// Built-in types only, same major version: binary COPY.
+	if !regexp.MustCompile(`table=public\.all_types .*format=binary`).MatchString(r.stderr) {
+		t.Errorf("all_types was not copied in binary:\n%s", r.stderr)
+	}
 	state := queryOne[string](t, e.tgt, "SELECT state FROM pgsync.progress WHERE job = $1", e.job)
 	if state != "ready" {
 		t.Errorf("progress state = %q, want ready", state)
