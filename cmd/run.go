@@ -21,6 +21,7 @@ func (a *app) runCmd() *cobra.Command {
 	var untilCaughtUp bool
 	var logEvery time.Duration
 	var cpuProfile string
+	var readPauseQueued int
 	c := &cobra.Command{
 		Use:   "run",
 		Short: "Stream changes from the slot and apply them to the target, exactly once",
@@ -63,6 +64,7 @@ func (a *app) runCmd() *cobra.Command {
 					MaxInflightBytes: cfg.Tuning.MaxInflightBytes,
 					Logger:           a.log,
 					Stats:            stats,
+					ReadPauseQueued:  readPauseQueued,
 				},
 				SourceURL:     cfg.SourceURL,
 				UntilCaughtUp: untilCaughtUp,
@@ -82,6 +84,8 @@ func (a *app) runCmd() *cobra.Command {
 	c.Flags().BoolVar(&untilCaughtUp, "until-caught-up", false, "exit 0 once every transaction committed on the source before the start is applied and acknowledged")
 	c.Flags().StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile (for developers)")
 	_ = c.Flags().MarkHidden("cpuprofile")
+	c.Flags().IntVar(&readPauseQueued, "read-pause-queued", 0, "queue length from which the reader pauses 1 ms before reading (0: 1024, -1: never; for developers)")
+	_ = c.Flags().MarkHidden("read-pause-queued")
 	c.Flags().DurationVar(&logEvery, "log-every", 10*time.Second, "period of the progress log line while applying")
 	return c
 }

@@ -32,6 +32,7 @@ type reader struct {
 	queue       chan walMessage
 	sem         *semaphore.Weighted
 	maxInflight int64
+	pauseQueued int // queue length from which each read waits lazyReadPause first
 
 	arena       []byte
 	inTxn       bool // a Begin was queued without its Commit
@@ -65,7 +66,7 @@ func (r *reader) readOne(ctx context.Context) error {
 	// work), let data gather in the socket, so that the reader does not wake
 	// up for every segment the walsender sends: on a machine the servers
 	// share, that CPU goes back to them (docs/benchmarks.md, catch-up).
-	if len(r.queue) >= lazyReadQueued {
+	if len(r.queue) >= r.pauseQueued {
 		time.Sleep(lazyReadPause)
 	}
 	msg, err := r.conn.ReceiveMessage(context.Background())

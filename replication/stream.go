@@ -45,6 +45,10 @@ type StreamOptions struct {
 	Logger *slog.Logger
 	// Stats, when set, counts what is applied.
 	Stats *Stats
+	// ReadPauseQueued is the queue length from which the reader pauses
+	// before each read (0: the default, 1024; negative: never). For
+	// benchmarks that measure the pause.
+	ReadPauseQueued int
 }
 
 // Stats counts applied work for progress lines and benchmarks.
@@ -128,7 +132,14 @@ func Stream(ctx context.Context, conn *pgconn.PgConn, start pglogrepl.LSN, app A
 	stop := make(chan struct{})
 	d := &dispatcher{app: app, pos: pos, stats: opts.Stats, resume: start,
 		queue: queue, sem: sem, maxInflight: opts.MaxInflightBytes, stop: stop}
-	r := &reader{conn: conn, slot: opts.Slot, pos: pos, stats: opts.Stats, stopAt: opts.StopAt,
+	pauseQueued := opts.ReadPauseQueued
+	switch {
+	case pauseQueued == 0:
+		pauseQueued = lazyReadQueued
+	case pauseQueued < 0:
+		pauseQueued = queueMessages + 1
+	}
+	r := &reader{conn: conn, slot: opts.Slot, pos: pos, stats: opts.Stats, stopAt: opts.StopAt, pauseQueued: pauseQueued,
 		queue: queue, sem: sem, maxInflight: opts.MaxInflightBytes}
 
 	// The dispatcher's round trips are not cut by ctx (a signal must not
