@@ -82,6 +82,8 @@ type Applier struct {
 	groupBytes int64
 	groupStart time.Time
 	groupEnd   pglogrepl.LSN
+	groupTime  time.Time     // source commit time of the group's last transaction
+	timeBuf    []byte
 	sourceLSN  pglogrepl.LSN // commit LSN of the source transaction being applied
 }
 
@@ -133,7 +135,7 @@ type pending struct {
 	tables string // TRUNCATE: the tables, for the error
 }
 
-const progressSQL = "UPDATE pgsync.progress SET lsn = $2::pg_lsn, updated_at = now() WHERE job = $1"
+const progressSQL = "UPDATE pgsync.progress SET lsn = $2::pg_lsn, source_commit_time = $3::timestamptz, updated_at = now() WHERE job = $1"
 
 // New returns an Applier writing through conn, which it owns from now on.
 func New(conn *pgx.Conn, opts Options) *Applier {
@@ -165,6 +167,9 @@ func (a *Applier) ResumeLSN(ctx context.Context) (pglogrepl.LSN, error) {
 	}
 	if p.State != StateReady {
 		return 0, fmt.Errorf("job %s: bootstrap did not finish (pgsync.progress state %q): rerun pgsync bootstrap", a.opts.Job, p.State)
+	}
+	if err := addProgressColumns(ctx, a.conn); err != nil {
+		return 0, err
 	}
 	return p.LSN, nil
 }
@@ -560,7 +565,7 @@ func (a *Applier) Truncate(ctx context.Context, t pgoutput.Truncate) error {
 // A run may continue into the next source transaction of the group: both
 // commit in the same target transaction or not at all.
 func (a *Applier) Commit(ctx context.Context, c pgoutput.Commit, more bool) (durable pglogrepl.LSN, err error) {
-	a.groupEnd = c.EndLSN
+	a.groupEnd, a.groupTime = c.EndLSN, c.Time
 	if more && a.groupBytes < a.opts.MaxBatchBytes && time.Since(a.groupStart) < maxGroupAge {
 		return 0, nil
 	}
@@ -590,7 +595,8 @@ func (a *Applier) commit(ctx context.Context) error {
 		return err
 	}
 	a.startPipeline(ctx)
-	a.pipeline.SendQueryParams(progressSQL, [][]byte{[]byte(a.opts.Job), []byte(a.groupEnd.String())}, nil, nil, nil)
+	a.timeBuf = a.groupTime.AppendFormat(a.timeBuf[:0], time.RFC3339Nano)
+	a.pipeline.SendQueryParams(progressSQL, [][]byte{[]byte(a.opts.Job), []byte(a.groupEnd.String()), a.timeBuf}, nil, nil, nil)
 	a.pending = append(a.pending, pending{kind: pendingProgress, expect: 1, lsn: a.groupEnd})
 	// Every result of the group, the progress row included, is read and
 	// checked before COMMIT is sent: a statement that matched no row does

@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/jackc/pglogrepl"
 	"github.com/jackc/pgx/v5"
@@ -26,6 +27,9 @@ type Progress struct {
 	Job   string
 	State string
 	LSN   pglogrepl.LSN
+	// SourceCommitTime is the source commit time of the last transaction
+	// applied (nil before the first), for lag in seconds.
+	SourceCommitTime *time.Time
 }
 
 // ErrNoProgress is returned by ReadProgress when the job has no row.
@@ -37,13 +41,31 @@ CREATE TABLE IF NOT EXISTS pgsync.progress (
     job        text PRIMARY KEY,
     state      text NOT NULL,
     lsn        pg_lsn NOT NULL,
-    updated_at timestamptz NOT NULL DEFAULT now()
+    updated_at timestamptz NOT NULL DEFAULT now(),
+    source_commit_time timestamptz
 )`
 
 // EnsureProgressTable creates pgsync.progress on the target if missing.
 func EnsureProgressTable(ctx context.Context, conn *pgx.Conn) error {
 	if _, err := conn.Exec(ctx, progressDDL); err != nil {
 		return fmt.Errorf("create pgsync.progress on target: %w", err)
+	}
+	return addProgressColumns(ctx, conn)
+}
+
+// addProgressColumns adds to a pgsync.progress made by an earlier release
+// the columns this one writes.
+func addProgressColumns(ctx context.Context, conn *pgx.Conn) error {
+	var has bool
+	if err := conn.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_attribute
+WHERE attrelid = 'pgsync.progress'::regclass AND attname = 'source_commit_time' AND NOT attisdropped)`).Scan(&has); err != nil {
+		return fmt.Errorf("read the columns of pgsync.progress: %w", err)
+	}
+	if has {
+		return nil
+	}
+	if _, err := conn.Exec(ctx, `ALTER TABLE pgsync.progress ADD COLUMN IF NOT EXISTS source_commit_time timestamptz`); err != nil {
+		return fmt.Errorf("add column source_commit_time to pgsync.progress: %w", err)
 	}
 	return nil
 }
@@ -52,7 +74,10 @@ func EnsureProgressTable(ctx context.Context, conn *pgx.Conn) error {
 func ReadProgress(ctx context.Context, conn *pgx.Conn, job string) (Progress, error) {
 	p := Progress{Job: job}
 	var lsn string
-	err := conn.QueryRow(ctx, `SELECT state, lsn::text FROM pgsync.progress WHERE job = $1`, job).Scan(&p.State, &lsn)
+	// Through to_jsonb, so that a table an earlier release made, without
+	// source_commit_time, reads too (status does not alter it).
+	err := conn.QueryRow(ctx, `SELECT state, lsn::text, (to_jsonb(p) ->> 'source_commit_time')::timestamptz
+FROM pgsync.progress p WHERE job = $1`, job).Scan(&p.State, &lsn, &p.SourceCommitTime)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return p, ErrNoProgress
 	}

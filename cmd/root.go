@@ -53,6 +53,10 @@ type app struct {
 // error is printed as one line on stderr.
 func Execute(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	a := &app{stdout: stdout, stderr: stderr, log: slog.New(slog.NewTextHandler(stderr, nil))}
+	logFormat := os.Getenv("PGSYNC_LOG_FORMAT")
+	if logFormat == "" {
+		logFormat = "auto"
+	}
 	root := &cobra.Command{
 		Use:           "pgsync",
 		Short:         "Keep a target PostgreSQL in sync with a source through logical replication",
@@ -60,10 +64,14 @@ func Execute(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		SilenceErrors: true,
 	}
 	// Errors from before this hook are usage errors (see below).
-	root.PersistentPreRun = func(*cobra.Command, []string) { a.commandRan = true }
+	root.PersistentPreRunE = func(*cobra.Command, []string) error {
+		a.commandRan = true
+		return a.setLogFormat(logFormat)
+	}
 	root.PersistentFlags().StringVarP(&a.configPath, "config", "c", "pgsync.toml", "configuration file")
+	root.PersistentFlags().StringVar(&logFormat, "log-format", logFormat, "log lines on stderr: text, json, or auto (text on a terminal, json otherwise); PGSYNC_LOG_FORMAT sets the default")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &exitError{code: ExitUsage, err: err} })
-	root.AddCommand(a.bootstrapCmd(), a.runCmd(), a.statusCmd(), a.verifyCmd(), a.teardownCmd(), a.versionCmd())
+	root.AddCommand(a.bootstrapCmd(), a.runCmd(), a.statusCmd(), a.verifyCmd(), a.sequencesCmd(), a.teardownCmd(), a.versionCmd())
 	root.SetArgs(args)
 	root.SetOut(stdout)
 	root.SetErr(stderr)
@@ -86,6 +94,23 @@ func Execute(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintf(stderr, "pgsync: %s\n", oneLine(err.Error()))
 	return code
+}
+
+// setLogFormat chooses the handler of the log lines on stderr.
+func (a *app) setLogFormat(format string) error {
+	switch format {
+	case "auto":
+		if isTerminal(a.stderr) {
+			return nil
+		}
+		fallthrough
+	case "json":
+		a.log = slog.New(slog.NewJSONHandler(a.stderr, nil))
+	case "text":
+	default:
+		return failf(ExitUsage, "--log-format %q: want text, json or auto", format)
+	}
+	return nil
 }
 
 func oneLine(s string) string {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/dustin/go-humanize"
 	"github.com/spf13/cobra"
 
 	"github.com/pgsync/pgsync/apply"
@@ -26,7 +27,17 @@ type jobStatus struct {
 	AppliedLSN        string `json:"applied_lsn"`
 	SourceWALLSN      string `json:"source_wal_lsn"`
 	LagBytes          *int64 `json:"lag_bytes"`
-	RetainedWALBytes  *int64 `json:"retained_wal_bytes"`
+	// LagSeconds is the source's clock minus the source commit time of the
+	// last transaction applied, 0 when nothing is left to send, null when
+	// unknown (nothing applied since bootstrap).
+	LagSeconds       *float64 `json:"lag_seconds"`
+	RetainedWALBytes *int64   `json:"retained_wal_bytes"`
+	// SafeWALSizeBytes is how much more WAL the source may write before it
+	// invalidates the slot; null when max_slot_wal_keep_size is unlimited.
+	SafeWALSizeBytes     *int64 `json:"safe_wal_size_bytes"`
+	MaxSlotWALKeepSizeMB int64  `json:"max_slot_wal_keep_size_mb"` // -1: unlimited
+	// Warnings are conditions to act on before they stop the job.
+	Warnings []string `json:"warnings,omitempty"`
 	// UnloggedSkipped lists the UNLOGGED tables the patterns match, which
 	// logical replication cannot carry.
 	UnloggedSkipped []string `json:"unlogged_skipped,omitempty"`
@@ -50,10 +61,18 @@ func (a *app) statusCmd() *cobra.Command {
 			}
 			st := jobStatus{Job: cfg.Job, Slot: n.Slot, SlotExists: slot.Exists, SlotActive: slot.Active, WALStatus: slot.WALStatus,
 				SourceWALLSN: slot.CurrentWALLSN.String(), State: "not bootstrapped"}
+			st.MaxSlotWALKeepSizeMB = slot.MaxSlotWALKeepSize
+			if slot.MaxSlotWALKeepSize > 0 {
+				st.MaxSlotWALKeepSizeMB = slot.MaxSlotWALKeepSize >> 20
+			}
 			if slot.Exists {
 				st.ConfirmedFlushLSN = slot.ConfirmedFlushLSN.String()
 				retained := int64(slot.CurrentWALLSN) - int64(slot.RestartLSN)
 				st.RetainedWALBytes = &retained
+				st.SafeWALSizeBytes = slot.SafeWALSize
+				if w := retainedWALWarning(retained, slot.MaxSlotWALKeepSize); w != "" {
+					st.Warnings = append(st.Warnings, w)
+				}
 			}
 			prog, err := apply.ReadProgress(ctx, tgt, cfg.Job)
 			switch {
@@ -69,6 +88,13 @@ func (a *app) statusCmd() *cobra.Command {
 				applied := max(prog.LSN, slot.ConfirmedFlushLSN)
 				lag := max(int64(slot.CurrentWALLSN)-int64(applied), 0)
 				st.LagBytes = &lag
+				switch {
+				case lag == 0:
+					st.LagSeconds = new(float64)
+				case prog.SourceCommitTime != nil:
+					secs := max(slot.SourceNow.Sub(*prog.SourceCommitTime).Seconds(), 0)
+					st.LagSeconds = &secs
+				}
 			}
 			st.Problem = slotProblem(st)
 			unlogged, err := catalog.UnloggedMatches(ctx, src, cfg.Tables)
@@ -91,8 +117,17 @@ func (a *app) statusCmd() *cobra.Command {
 			if st.LagBytes != nil {
 				fmt.Fprintf(a.stdout, "lag_bytes:           %d\n", *st.LagBytes)
 			}
+			if st.LagSeconds != nil {
+				fmt.Fprintf(a.stdout, "lag_seconds:         %.1f\n", *st.LagSeconds)
+			}
 			if st.RetainedWALBytes != nil {
 				fmt.Fprintf(a.stdout, "retained_wal_bytes:  %d\n", *st.RetainedWALBytes)
+			}
+			if st.SafeWALSizeBytes != nil {
+				fmt.Fprintf(a.stdout, "safe_wal_size_bytes: %d\n", *st.SafeWALSizeBytes)
+			}
+			for _, w := range st.Warnings {
+				fmt.Fprintf(a.stdout, "warning:             %s\n", w)
 			}
 			if len(st.UnloggedSkipped) > 0 {
 				fmt.Fprintf(a.stdout, "unlogged_skipped:    %s (logical replication cannot publish UNLOGGED tables)\n", strings.Join(st.UnloggedSkipped, ", "))
@@ -105,6 +140,16 @@ func (a *app) statusCmd() *cobra.Command {
 	}
 	c.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	return c
+}
+
+// retainedWALWarning warns when the slot retains more than half of what
+// max_slot_wal_keep_size (limit, -1: unlimited) allows.
+func retainedWALWarning(retained, limit int64) string {
+	if limit <= 0 || retained <= limit/2 {
+		return ""
+	}
+	return fmt.Sprintf("the slot retains %s of WAL, more than half of max_slot_wal_keep_size (%s): past it the source invalidates the slot and the job must start over; find why run is behind (a stopped run, a slow or locked target)",
+		humanize.IBytes(uint64(retained)), humanize.IBytes(uint64(limit)))
 }
 
 // slotProblem describes a bootstrapped job whose slot cannot stream.

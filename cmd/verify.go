@@ -5,10 +5,13 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/spf13/cobra"
 
 	"github.com/pgsync/pgsync/catalog"
+	"github.com/pgsync/pgsync/config"
 	"github.com/pgsync/pgsync/replication"
+	"github.com/pgsync/pgsync/sequences"
 	"github.com/pgsync/pgsync/verify"
 )
 
@@ -20,29 +23,9 @@ func (a *app) verifyCmd() *cobra.Command {
 		RunE: a.withServers(func(ctx context.Context, sv *servers) error {
 			cfg, src, tgt := sv.cfg, sv.src, sv.tgt
 
-			// The job's tables are those of its publication; before a
-			// bootstrap, those the patterns select.
-			published, err := replication.PublishedTables(ctx, src, names(cfg).Publication)
+			tables, err := jobTables(ctx, cfg, src)
 			if err != nil {
 				return err
-			}
-			var tables []catalog.Table
-			if len(published) == 0 {
-				if tables, err = catalog.Resolve(ctx, src, cfg.Tables); err != nil {
-					return err
-				}
-			}
-			for _, p := range published {
-				t, ok, err := catalog.Lookup(ctx, src, p[0], p[1])
-				if err != nil {
-					return err
-				}
-				if ok {
-					tables = append(tables, t)
-				}
-			}
-			if len(tables) == 0 {
-				return failf(ExitFailed, "job %s has no tables to verify", cfg.Job)
 			}
 			results, err := verify.Compare(ctx, src, tgt, tables)
 			verify.Print(a.stdout, results)
@@ -55,6 +38,26 @@ func (a *app) verifyCmd() *cobra.Command {
 					differ = append(differ, r.Table)
 				}
 			}
+			// Sequences behind are reported, not failed: logical
+			// replication does not carry them, so they are behind for as
+			// long as the job streams, until pgsync sequences or cutover.
+			seqs, err := sequences.List(ctx, src, tgt, tables)
+			if err != nil {
+				return err
+			}
+			behind := 0
+			for _, s := range seqs {
+				switch {
+				case s.Target == "":
+					fmt.Fprintf(a.stdout, "sequence %s (%s.%s): missing on the target\n", s.Source, s.Table, s.Column)
+				case s.Behind():
+					behind++
+					fmt.Fprintf(a.stdout, "sequence %s: target %d behind source %d\n", s.Target, s.TargetLast, s.SourceLast)
+				}
+			}
+			if behind > 0 {
+				fmt.Fprintf(a.stdout, "%d of %d sequences behind the source: pgsync sequences (or cutover) sets them\n", behind, len(seqs))
+			}
 			if len(differ) > 0 {
 				return failf(ExitFailed, "%d of %d tables differ: %s", len(differ), len(results), strings.Join(differ, ", "))
 			}
@@ -62,4 +65,32 @@ func (a *app) verifyCmd() *cobra.Command {
 			return nil
 		}),
 	}
+}
+
+// jobTables returns the job's tables as the source has them: those of its
+// publication or, before a bootstrap, those the patterns select.
+func jobTables(ctx context.Context, cfg *config.Config, src *pgx.Conn) ([]catalog.Table, error) {
+	published, err := replication.PublishedTables(ctx, src, names(cfg).Publication)
+	if err != nil {
+		return nil, err
+	}
+	var tables []catalog.Table
+	if len(published) == 0 {
+		if tables, err = catalog.Resolve(ctx, src, cfg.Tables); err != nil {
+			return nil, err
+		}
+	}
+	for _, p := range published {
+		t, ok, err := catalog.Lookup(ctx, src, p[0], p[1])
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			tables = append(tables, t)
+		}
+	}
+	if len(tables) == 0 {
+		return nil, failf(ExitFailed, "job %s has no tables", cfg.Job)
+	}
+	return tables, nil
 }

@@ -12,6 +12,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/jackc/pglogrepl"
 )
@@ -54,6 +55,7 @@ type Begin struct {
 type Commit struct {
 	CommitLSN pglogrepl.LSN // LSN of the commit record
 	EndLSN    pglogrepl.LSN // end of the commit record: the resume position
+	Time      time.Time     // commit time on the source
 }
 
 // Column is a column of a Relation message.
@@ -229,9 +231,13 @@ func DecodeCommit(msg []byte) (Commit, error) {
 	r := reader{b: msg[1:]}
 	r.u8() // flags, unused
 	c := Commit{CommitLSN: pglogrepl.LSN(r.u64()), EndLSN: pglogrepl.LSN(r.u64())}
-	r.u64() // commit timestamp
+	c.Time = postgresEpoch.Add(time.Duration(int64(r.u64())) * time.Microsecond)
 	return c, r.done("commit")
 }
+
+// postgresEpoch is where PostgreSQL's timestamps count microseconds from.
+var postgresEpoch = time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)
+
 
 // DecodeRelation decodes a Relation message (msg[0] == 'R').
 func DecodeRelation(msg []byte) (*Relation, error) {

@@ -247,6 +247,14 @@ type SlotStatus struct {
 	// WALStatus is pg_replication_slots.wal_status: "lost" means the slot
 	// was invalidated and the job must start over.
 	WALStatus string
+	// SafeWALSize is pg_replication_slots.safe_wal_size: how much more WAL
+	// can be written before the slot is invalidated (nil: no limit).
+	SafeWALSize *int64
+	// MaxSlotWALKeepSize is the source's max_slot_wal_keep_size in bytes,
+	// -1 when unlimited.
+	MaxSlotWALKeepSize int64
+	// SourceNow is the source's clock, for lag in seconds.
+	SourceNow time.Time
 }
 
 // Status reads the slot's state and the source's current WAL position.
@@ -256,8 +264,12 @@ func Status(ctx context.Context, conn *pgx.Conn, n Names) (SlotStatus, error) {
 	var current string
 	err := conn.QueryRow(ctx, `
 SELECT s.slot_name IS NOT NULL, coalesce(s.active, false), s.confirmed_flush_lsn::text, s.restart_lsn::text, pg_current_wal_lsn()::text,
-       coalesce(s.wal_status, '')
-FROM (SELECT 1) one LEFT JOIN pg_replication_slots s ON s.slot_name = $1`, n.Slot).Scan(&s.Exists, &s.Active, &confirmed, &restart, &current, &s.WALStatus)
+       coalesce(s.wal_status, ''), s.safe_wal_size,
+       CASE WHEN current_setting('max_slot_wal_keep_size') = '-1' THEN -1
+            ELSE pg_size_bytes(current_setting('max_slot_wal_keep_size')) END,
+       now()
+FROM (SELECT 1) one LEFT JOIN pg_replication_slots s ON s.slot_name = $1`, n.Slot).Scan(&s.Exists, &s.Active, &confirmed, &restart, &current,
+		&s.WALStatus, &s.SafeWALSize, &s.MaxSlotWALKeepSize, &s.SourceNow)
 	if err != nil {
 		return s, fmt.Errorf("read slot %s: %w", n.Slot, err)
 	}

@@ -44,6 +44,7 @@ name = "demo"
 tables = ["public.*"]
 TOML
 
+export PGSYNC_LOG_FORMAT=${PGSYNC_LOG_FORMAT:-text}
 echo "== pgsync bootstrap"
 bin/pgsync -c "$cfg" bootstrap
 

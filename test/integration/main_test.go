@@ -45,6 +45,8 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	repoRoot = root
+	// Tests read pgsync's log lines as text; TestLogFormatJSON asks for JSON.
+	os.Setenv("PGSYNC_LOG_FORMAT", "text")
 	code := setup()
 	if code == 0 {
 		code = m.Run()
