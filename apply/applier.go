@@ -82,7 +82,7 @@ type Applier struct {
 	groupBytes int64
 	groupStart time.Time
 	groupEnd   pglogrepl.LSN
-	groupTime  time.Time     // source commit time of the group's last transaction
+	groupTime  time.Time // source commit time of the group's last transaction
 	timeBuf    []byte
 	sourceLSN  pglogrepl.LSN // commit LSN of the source transaction being applied
 }

@@ -238,7 +238,6 @@ func DecodeCommit(msg []byte) (Commit, error) {
 // postgresEpoch is where PostgreSQL's timestamps count microseconds from.
 var postgresEpoch = time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)
 
-
 // DecodeRelation decodes a Relation message (msg[0] == 'R').
 func DecodeRelation(msg []byte) (*Relation, error) {
 	r := reader{b: msg[1:]}
