@@ -39,8 +39,11 @@ func (a *app) bootstrap(ctx context.Context, sv *servers, force bool) error {
 	cfg, src, tgt := sv.cfg, sv.src, sv.tgt
 	n := names(cfg)
 
-	if err := replication.CheckSource(ctx, src); err != nil {
-		return err
+	// The checks of pgsync check come first; nothing is created while one
+	// fails. Whether a target table must be empty, bootstrap judges below
+	// (--force, an interrupted copy of this job).
+	if failed := a.preflight(ctx, cfg, false).failed(); len(failed) > 0 {
+		return failf(ExitFailed, "%d checks failed (pgsync check lists them all): %s", len(failed), failedItems(failed))
 	}
 	if err := pgconnect.ReplicaSession(ctx, tgt); err != nil {
 		return err
@@ -58,9 +61,6 @@ func (a *app) bootstrap(ctx context.Context, sv *servers, force bool) error {
 	}
 	if len(tables) == 0 {
 		return failf(ExitFailed, "no source table matches job.tables %s", strings.Join(cfg.Tables, ", "))
-	}
-	if err := replication.CheckReplicaIdentity(tables); err != nil {
-		return err
 	}
 
 	// The progress row is written before anything is created on the source,

@@ -17,59 +17,34 @@ import (
 	"github.com/pgsync/pgsync/catalog"
 )
 
-// CheckSource verifies that the source can host a logical slot for pgsync:
-// wal_level, free slots and senders, and a user allowed to replicate. The
-// error lists every problem found, each with the setting to change.
-func CheckSource(ctx context.Context, conn *pgx.Conn) error {
-	var walLevel string
-	var maxSlots, usedSlots, maxSenders, usedSenders int
-	var canReplicate bool
-	var user string
+// SourceSettings are the source settings and rights replication needs.
+type SourceSettings struct {
+	Version                 string
+	WALLevel                string
+	MaxSlots, UsedSlots     int
+	MaxSenders, UsedSenders int
+	CanReplicate            bool // REPLICATION or superuser
+	User                    string
+	// MaxSlotWALKeepSizeMB is -1 when unlimited.
+	MaxSlotWALKeepSizeMB int64
+}
+
+// ReadSourceSettings reads what pgsync check (and so bootstrap) judges.
+func ReadSourceSettings(ctx context.Context, conn *pgx.Conn) (SourceSettings, error) {
+	var s SourceSettings
 	err := conn.QueryRow(ctx, `
-SELECT current_setting('wal_level'),
+SELECT current_setting('server_version'), current_setting('wal_level'),
        current_setting('max_replication_slots')::int,
        (SELECT count(*) FROM pg_replication_slots)::int,
        current_setting('max_wal_senders')::int,
        (SELECT count(*) FROM pg_stat_replication)::int,
-       (SELECT rolsuper OR rolreplication FROM pg_roles WHERE rolname = current_user), current_user::text`).
-		Scan(&walLevel, &maxSlots, &usedSlots, &maxSenders, &usedSenders, &canReplicate, &user)
+       (SELECT rolsuper OR rolreplication FROM pg_roles WHERE rolname = current_user), current_user::text,
+       (SELECT setting::bigint FROM pg_settings WHERE name = 'max_slot_wal_keep_size')`).
+		Scan(&s.Version, &s.WALLevel, &s.MaxSlots, &s.UsedSlots, &s.MaxSenders, &s.UsedSenders, &s.CanReplicate, &s.User, &s.MaxSlotWALKeepSizeMB)
 	if err != nil {
-		return fmt.Errorf("check source settings: %w", err)
+		return s, fmt.Errorf("check source settings: %w", err)
 	}
-	var problems []string
-	if walLevel != "logical" {
-		problems = append(problems, fmt.Sprintf("wal_level is %q, logical replication needs wal_level = logical (set it in postgresql.conf and restart the source)", walLevel))
-	}
-	if usedSlots >= maxSlots {
-		problems = append(problems, fmt.Sprintf("max_replication_slots = %d and %d slots exist: raise max_replication_slots", maxSlots, usedSlots))
-	}
-	if usedSenders >= maxSenders {
-		problems = append(problems, fmt.Sprintf("max_wal_senders = %d and %d are in use: raise max_wal_senders", maxSenders, usedSenders))
-	}
-	if !canReplicate {
-		problems = append(problems, fmt.Sprintf("the source user %s lacks the REPLICATION attribute (ALTER ROLE %s REPLICATION)", user, catalog.QuoteIdent(user)))
-	}
-	if len(problems) > 0 {
-		return fmt.Errorf("source cannot replicate: %s", strings.Join(problems, "; "))
-	}
-	return nil
-}
-
-// CheckReplicaIdentity refuses tables whose UPDATE and DELETE could not be
-// published: with no primary key and no replica identity, publishing them
-// would make those statements fail in the source application.
-func CheckReplicaIdentity(tables []catalog.Table) error {
-	var bad []string
-	for i := range tables {
-		t := &tables[i]
-		if !t.Replicable() {
-			bad = append(bad, fmt.Sprintf("%s has no primary key or replica identity (fix: ALTER TABLE %s REPLICA IDENTITY FULL, or add a primary key)", t, t.Ident()))
-		}
-	}
-	if len(bad) > 0 {
-		return fmt.Errorf("refusing to publish: %s", strings.Join(bad, "; "))
-	}
-	return nil
+	return s, nil
 }
 
 // Names holds the source-side names of a job.

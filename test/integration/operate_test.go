@@ -126,3 +126,55 @@ func TestStatusLagSeconds(t *testing.T) {
 		t.Errorf("behind: lag_bytes %v, lag_seconds %v, want > 0 and 2-60 s\n%s", st.LagBytes, st.LagSeconds, r.stdout)
 	}
 }
+
+// TestCheck: pgsync check reports every item with its status and fix,
+// changes nothing on either side, exits 0 when nothing fails and 1 when
+// something does; bootstrap stops on the same failures.
+func TestCheck(t *testing.T) {
+	e := newEnv(t, `CREATE TABLE good (id int PRIMARY KEY, v text); INSERT INTO good VALUES (1, 'x');
+CREATE TABLE filled (id int PRIMARY KEY); INSERT INTO filled VALUES (1);
+CREATE TABLE narrow (id int PRIMARY KEY, a int, b int);`, "")
+	r := e.mustPgsync("check")
+	for _, want := range []string{"OK    wal_level", "OK    REPLICATION", "OK    session_replication_role", "OK    table public.good", "missing on the target: bootstrap creates it", "copy size"} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("check output lacks %q:\n%s", want, r.stdout)
+		}
+	}
+
+	e.srcExec("CREATE TABLE loose (a int)")
+	e.tgtExec("CREATE TABLE filled (id int PRIMARY KEY); INSERT INTO filled VALUES (7); CREATE TABLE narrow (id int PRIMARY KEY, a int)")
+	r = e.pgsync("check", "--json")
+	if r.code != 1 {
+		t.Fatalf("check with failures: exit %d, want 1\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	var items []struct{ Item, Status, Detail, Fix string }
+	if err := json.Unmarshal([]byte(r.stdout), &items); err != nil {
+		t.Fatalf("check --json: %v\n%s", err, r.stdout)
+	}
+	got := map[string]string{}
+	for _, it := range items {
+		got[it.Item] = it.Status + ": " + it.Detail + " / " + it.Fix
+	}
+	for item, want := range map[string]string{
+		"replica identity":    `FAIL: no primary key or replica identity: public.loose / ALTER TABLE "public"."loose" REPLICA IDENTITY FULL`,
+		"table public.filled": "FAIL: not empty on the target",
+		"table public.narrow": "FAIL: the target lacks source column(s) b",
+		"table public.good":   "OK: missing on the target",
+	} {
+		if !strings.HasPrefix(got[item], want) {
+			t.Errorf("item %s = %q, want it to start with %q", item, got[item], want)
+		}
+	}
+	// Read-only: nothing was created on either side.
+	if n := queryOne[int](t, e.src, "SELECT count(*) FROM pg_replication_slots WHERE slot_name = $1", "pgsync_"+e.job); n != 0 {
+		t.Errorf("check created the slot")
+	}
+	if queryOne[bool](t, e.tgt, "SELECT to_regclass('pgsync.progress') IS NOT NULL") {
+		t.Errorf("check created pgsync.progress on the target")
+	}
+
+	r = e.pgsync("bootstrap")
+	if r.code != 1 || !strings.Contains(r.stderr, "checks failed") || !strings.Contains(r.stderr, `ALTER TABLE "public"."loose" REPLICA IDENTITY FULL`) {
+		t.Errorf("bootstrap with failing checks: exit %d\n%s", r.code, r.stderr)
+	}
+}
