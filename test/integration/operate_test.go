@@ -1,10 +1,14 @@
 package integration
 
 import (
+	"context"
 	"encoding/json"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 )
 
 // TestSequencesFollowTheSource: after rows were replicated, the target's
@@ -176,5 +180,98 @@ CREATE TABLE narrow (id int PRIMARY KEY, a int, b int);`, "")
 	r = e.pgsync("bootstrap")
 	if r.code != 1 || !strings.Contains(r.stderr, "checks failed") || !strings.Contains(r.stderr, `ALTER TABLE "public"."loose" REPLICA IDENTITY FULL`) {
 		t.Errorf("bootstrap with failing checks: exit %d\n%s", r.code, r.stderr)
+	}
+}
+
+// TestCutoverUnderWrites: an application role writes to the source while
+// pgsync run streams; cutover --lock-source stops its writes, waits for
+// the target, sets the sequences and verifies; afterwards inserts on the
+// target without explicit ids collide with nothing, and --unlock-source
+// gives the role its writes back.
+func TestCutoverUnderWrites(t *testing.T) {
+	e := newEnv(t, `CREATE TABLE orders (id bigserial PRIMARY KEY, v int NOT NULL);
+INSERT INTO orders (v) SELECT g FROM generate_series(1, 100) g;`, "")
+	role := "app_" + e.db
+	e.srcExec("DROP ROLE IF EXISTS " + role + "; CREATE ROLE " + role + " LOGIN; GRANT INSERT, SELECT ON orders TO " + role + "; GRANT USAGE ON SEQUENCE orders_id_seq TO " + role)
+	t.Cleanup(func() {
+		admin := mustConnect(t, adminURL(sourcePort))
+		defer admin.Close(context.Background())
+		_, _ = admin.Exec(context.Background(), "ALTER ROLE "+role+" RESET ALL")
+		_, _ = admin.Exec(context.Background(), "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = $1", role)
+		_, _ = admin.Exec(context.Background(), "DROP OWNED BY "+role+"; DROP ROLE IF EXISTS "+role)
+	})
+	e.mustPgsync("bootstrap")
+	bg := e.start("run")
+	defer bg.kill9(t)
+
+	appURL := strings.Replace(e.srcURL, "postgres://postgres@", "postgres://"+role+"@", 1)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var committed, refused atomic.Int64
+	done := make(chan struct{})
+	go func() { // the application: one insert a transaction, reconnecting
+		defer close(done)
+		var conn *pgx.Conn
+		for ctx.Err() == nil {
+			if conn == nil || conn.IsClosed() {
+				c, err := pgx.Connect(ctx, appURL)
+				if err != nil {
+					time.Sleep(50 * time.Millisecond)
+					continue
+				}
+				conn = c
+			}
+			if _, err := conn.Exec(ctx, "INSERT INTO orders (v) VALUES (1)"); err != nil {
+				if strings.Contains(err.Error(), "read-only") {
+					refused.Add(1)
+				}
+				conn.Close(context.Background())
+				conn = nil
+				time.Sleep(20 * time.Millisecond)
+				continue
+			}
+			committed.Add(1)
+		}
+		if conn != nil {
+			conn.Close(context.Background())
+		}
+	}()
+	eventually(t, 30*time.Second, "the application to write", func() bool { return committed.Load() > 200 })
+
+	r := e.mustPgsync("cutover", "--lock-source", role, "--json")
+	var rep struct {
+		Identical    bool     `json:"identical"`
+		LockedRoles  []string `json:"locked_roles"`
+		SequencesSet []struct {
+			Target string `json:"target"`
+		} `json:"sequences_set"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil {
+		t.Fatalf("cutover --json: %v\n%s", err, r.stdout)
+	}
+	if !rep.Identical || len(rep.LockedRoles) != 1 || len(rep.SequencesSet) != 1 || rep.SequencesSet[0].Target != "public.orders_id_seq" {
+		t.Errorf("cutover report: %+v\n%s", rep, r.stdout)
+	}
+	eventually(t, 10*time.Second, "the application's writes to be refused", func() bool { return refused.Load() > 0 })
+	before := committed.Load()
+	time.Sleep(500 * time.Millisecond)
+	if after := committed.Load(); after != before {
+		t.Errorf("the application committed %d more rows on the locked source", after-before)
+	}
+	cancel()
+	<-done
+
+	// The application moves to the target: no key collides.
+	e.tgtExec("INSERT INTO orders (v) SELECT 2 FROM generate_series(1, 100)")
+	src := queryOne[int64](t, e.src, "SELECT count(*) FROM orders")
+	if n := queryOne[int64](t, e.tgt, "SELECT count(*) FROM orders"); n != src+100 {
+		t.Errorf("target has %d rows, want the source's %d + 100", n, src)
+	}
+
+	e.mustPgsync("cutover", "--unlock-source", role)
+	app := mustConnect(t, appURL)
+	defer app.Close(context.Background())
+	if _, err := app.Exec(context.Background(), "INSERT INTO orders (v) VALUES (3)"); err != nil {
+		t.Errorf("after --unlock-source, the role still cannot write: %v", err)
 	}
 }
