@@ -16,8 +16,10 @@ import (
 	"github.com/jackc/pglogrepl"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/pgsync/pgsync/catalog"
+	"github.com/pgsync/pgsync/metrics"
 	"github.com/pgsync/pgsync/pgoutput"
 )
 
@@ -33,6 +35,8 @@ type Options struct {
 	// Prepared, when set, holds the number of statements prepared on the
 	// target connection (for progress lines and the soak test).
 	Prepared *atomic.Int64
+	// Metrics, when set, counts rows by table and times target commits.
+	Metrics *metrics.Apply
 }
 
 // flushEvery is how many queued statements go to the server in one write
@@ -79,6 +83,7 @@ type Applier struct {
 	batchBytes  int64
 
 	inTarget   bool // a target transaction is open
+	groupRows  int
 	groupBytes int64
 	groupStart time.Time
 	groupEnd   pglogrepl.LSN
@@ -101,6 +106,9 @@ type relation struct {
 	full      bool   // REPLICA IDENTITY FULL: match the whole old row
 	textEq    []bool // compare as text: the type has no equality operator
 	gen       uint32 // bumped on each Relation message, part of statement keys
+	// counted are the row counters by operation (Options.Metrics), nil
+	// without metrics.
+	counted map[byte]prometheus.Counter
 }
 
 // statement is a prepared statement of the target connection.
@@ -229,6 +237,13 @@ func (a *Applier) Relation(ctx context.Context, r *pgoutput.Relation) error {
 			return a.fail(ctx, err)
 		}
 	}
+	if m := a.opts.Metrics; m != nil {
+		rel.counted = map[byte]prometheus.Counter{
+			pgoutput.MsgInsert: m.RowCounter(r.String(), "insert"),
+			pgoutput.MsgUpdate: m.RowCounter(r.String(), "update"),
+			pgoutput.MsgDelete: m.RowCounter(r.String(), "delete"),
+		}
+	}
 	a.relations[r.ID] = rel
 	return nil
 }
@@ -281,6 +296,10 @@ func (a *Applier) Change(ctx context.Context, c *pgoutput.Change) error {
 	}
 	if err := a.checkValues(rel, c); err != nil {
 		return a.fail(ctx, err)
+	}
+	a.groupRows++
+	if rel.counted != nil {
+		rel.counted[c.Op].Inc()
 	}
 	if runnable(rel, c) {
 		joined, full := a.addToRun(rel, c)
@@ -594,6 +613,7 @@ func (a *Applier) commit(ctx context.Context) error {
 	if err := a.flushRun(ctx); err != nil {
 		return err
 	}
+	began := time.Now()
 	a.startPipeline(ctx)
 	a.timeBuf = a.groupTime.AppendFormat(a.timeBuf[:0], time.RFC3339Nano)
 	a.pipeline.SendQueryParams(progressSQL, [][]byte{[]byte(a.opts.Job), []byte(a.groupEnd.String()), a.timeBuf}, nil, nil, nil)
@@ -613,7 +633,11 @@ func (a *Applier) commit(ctx context.Context) error {
 		return err
 	}
 	a.inTarget = false
-	a.groupBytes = 0
+	if m := a.opts.Metrics; m != nil {
+		m.CommitSeconds.Observe(time.Since(began).Seconds())
+		m.GroupRows.Observe(float64(a.groupRows))
+	}
+	a.groupBytes, a.groupRows = 0, 0
 	return nil
 }
 
@@ -688,7 +712,7 @@ func (a *Applier) reset(ctx context.Context) {
 		cancel()
 	}
 	a.inTarget = false
-	a.groupBytes, a.batchRows, a.batchBytes, a.sinceFlush = 0, 0, 0, 0
+	a.groupBytes, a.groupRows, a.batchRows, a.batchBytes, a.sinceFlush = 0, 0, 0, 0, 0
 }
 
 // Close rolls back any open target transaction and closes the connection.

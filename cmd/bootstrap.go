@@ -15,6 +15,7 @@ import (
 
 	"github.com/pgsync/pgsync/apply"
 	"github.com/pgsync/pgsync/catalog"
+	"github.com/pgsync/pgsync/metrics"
 	"github.com/pgsync/pgsync/pgconnect"
 	"github.com/pgsync/pgsync/replication"
 	"github.com/pgsync/pgsync/snapshot"
@@ -22,19 +23,29 @@ import (
 
 func (a *app) bootstrapCmd() *cobra.Command {
 	var force bool
+	var metricsAddr string
 	c := &cobra.Command{
 		Use:   "bootstrap",
-		Short: "Create the publication and slot, create missing target tables and copy every table",
+		Short: "Check, create the publication and slot, create missing target tables and copy every table",
 		Args:  cobra.NoArgs,
 		RunE: a.withServers(func(ctx context.Context, sv *servers) error {
-			return a.bootstrap(ctx, sv, force)
+			progress := &snapshot.Progress{}
+			if metricsAddr != "" {
+				reg := metrics.NewRegistry()
+				registerCopyMetrics(reg, progress)
+				if err := metrics.Serve(ctx, metricsAddr, reg, a.log); err != nil {
+					return err
+				}
+			}
+			return a.bootstrap(ctx, sv, force, progress)
 		}),
 	}
 	c.Flags().BoolVar(&force, "force", false, "tear down an existing job (slot, publication, progress) and start over, emptying its target tables")
+	c.Flags().StringVar(&metricsAddr, "metrics-addr", "", "serve Prometheus metrics of the copy at http://ADDR/metrics; off when empty")
 	return c
 }
 
-func (a *app) bootstrap(ctx context.Context, sv *servers, force bool) error {
+func (a *app) bootstrap(ctx context.Context, sv *servers, force bool, progress *snapshot.Progress) error {
 	began := time.Now()
 	cfg, src, tgt := sv.cfg, sv.src, sv.tgt
 	n := names(cfg)
@@ -125,7 +136,6 @@ func (a *app) bootstrap(ctx context.Context, sv *servers, force bool) error {
 	}
 	a.log.Info("slot created", "slot", n.Slot, "consistent_point", slot.ConsistentPoint.String(), "snapshot", slot.SnapshotName, "tables", len(tables))
 
-	progress := &snapshot.Progress{}
 	stopDisplay := a.showCopyProgress(progress)
 	results, err := snapshot.Copy(ctx, snapshot.Options{
 		SourceURL:    cfg.SourceURL,

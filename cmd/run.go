@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/pgsync/pgsync/apply"
+	"github.com/pgsync/pgsync/metrics"
 	"github.com/pgsync/pgsync/pgconnect"
 	"github.com/pgsync/pgsync/replication"
 )
@@ -22,6 +23,7 @@ func (a *app) runCmd() *cobra.Command {
 	var logEvery time.Duration
 	var cpuProfile string
 	var readPauseQueued int
+	var metricsAddr string
 	c := &cobra.Command{
 		Use:   "run",
 		Short: "Stream changes from the slot and apply them to the target, exactly once",
@@ -71,6 +73,15 @@ func (a *app) runCmd() *cobra.Command {
 				ProgressEvery: logEvery,
 			}
 			applyOpts := apply.Options{Job: cfg.Job, MaxBatchRows: cfg.Tuning.MaxBatchRows, MaxBatchBytes: cfg.Tuning.MaxBatchBytes, Prepared: &stats.Prepared}
+			if metricsAddr != "" {
+				reg := metrics.NewRegistry()
+				applyOpts.Metrics = metrics.NewApply(reg)
+				closeSlot := registerRunMetrics(reg, stats, cfg)
+				defer closeSlot()
+				if err := metrics.Serve(cmd.Context(), metricsAddr, reg, a.log); err != nil {
+					return err
+				}
+			}
 			err = replication.Run(cmd.Context(), opts, func(ctx context.Context) (replication.Target, error) {
 				conn, err := pgconnect.ConnectTarget(ctx, cfg.TargetURL)
 				if err != nil {
@@ -87,6 +98,7 @@ func (a *app) runCmd() *cobra.Command {
 	c.Flags().IntVar(&readPauseQueued, "read-pause-queued", 0, "queue length from which the reader pauses 1 ms before reading (0: 1024, -1: never; for developers)")
 	_ = c.Flags().MarkHidden("read-pause-queued")
 	c.Flags().DurationVar(&logEvery, "log-every", 10*time.Second, "period of the progress log line while applying")
+	c.Flags().StringVar(&metricsAddr, "metrics-addr", "", "serve Prometheus metrics at http://ADDR/metrics (e.g. 127.0.0.1:9187); off when empty")
 	return c
 }
 

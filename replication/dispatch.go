@@ -137,6 +137,7 @@ func (d *dispatcher) handle(ctx context.Context, msg []byte) error {
 			return err
 		}
 		d.stats.Txns.Add(1)
+		d.stats.CommitTime.Store(c.Time.UnixNano())
 		d.pos.AdvanceApplied(durable)
 		return nil
 	case pgoutput.MsgRelation:

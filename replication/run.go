@@ -88,6 +88,7 @@ func Run(ctx context.Context, opts RunOptions, openTarget func(context.Context) 
 			backoff = time.Second
 		}
 		log.Warn("connection lost, reconnecting", "slot", opts.Slot, "in", backoff.String(), "err", err)
+		opts.Stats.Reconnects.Add(1)
 		select {
 		case <-ctx.Done():
 			log.Info("stopped", "slot", opts.Slot)

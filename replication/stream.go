@@ -61,6 +61,21 @@ type Stats struct {
 	Prepared atomic.Int64
 	// Positions are the current session's positions.
 	Positions atomic.Pointer[position.Positions]
+	// CommitTime is the source commit time (Unix nanoseconds) of the last
+	// transaction handed to the applier.
+	CommitTime atomic.Int64
+	// Reconnects counts the sessions lost and started again.
+	Reconnects atomic.Int64
+}
+
+// LagSeconds is how old the last applied source commit is, 0 when nothing
+// is waiting (LagBytes is 0) or nothing was applied yet.
+func (st *Stats) LagSeconds(now time.Time) float64 {
+	t := st.CommitTime.Load()
+	if st.LagBytes() == 0 || t == 0 {
+		return 0
+	}
+	return max(now.Sub(time.Unix(0, t)).Seconds(), 0)
 }
 
 // LagBytes is how far the applied position is behind the WAL end the server

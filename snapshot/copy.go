@@ -53,8 +53,9 @@ type Progress struct {
 	TablesDone  atomic.Int64
 	TablesTotal atomic.Int64
 
-	mu     sync.Mutex
-	active map[*tableProgress]struct{}
+	mu       sync.Mutex
+	active   map[*tableProgress]struct{}
+	finished []TableProgress
 }
 
 type tableProgress struct {
@@ -63,12 +64,24 @@ type tableProgress struct {
 	rows, bytes atomic.Int64
 }
 
-// TableProgress is a table being copied.
+// TableProgress is a table being copied, or copied (Done).
 type TableProgress struct {
 	Table   string
 	Rows    int64
 	Bytes   int64
 	Elapsed time.Duration
+	Done    bool
+}
+
+// Tables returns every table started so far, copied or being copied, by
+// name.
+func (p *Progress) Tables() []TableProgress {
+	out := p.Active()
+	p.mu.Lock()
+	out = append(out, p.finished...)
+	p.mu.Unlock()
+	sort.Slice(out, func(i, j int) bool { return out[i].Table < out[j].Table })
+	return out
 }
 
 // Active returns the tables being copied now, by name.
@@ -97,6 +110,7 @@ func (p *Progress) start(table string) *tableProgress {
 func (p *Progress) finish(t *tableProgress) {
 	p.mu.Lock()
 	delete(p.active, t)
+	p.finished = append(p.finished, TableProgress{Table: t.table, Rows: t.rows.Load(), Bytes: t.bytes.Load(), Elapsed: time.Since(t.started), Done: true})
 	p.mu.Unlock()
 }
 

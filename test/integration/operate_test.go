@@ -3,6 +3,10 @@ package integration
 import (
 	"context"
 	"encoding/json"
+	"io"
+	"net"
+	"net/http"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -273,5 +277,64 @@ INSERT INTO orders (v) SELECT g FROM generate_series(1, 100) g;`, "")
 	defer app.Close(context.Background())
 	if _, err := app.Exec(context.Background(), "INSERT INTO orders (v) VALUES (3)"); err != nil {
 		t.Errorf("after --unlock-source, the role still cannot write: %v", err)
+	}
+}
+
+// TestMetricsEndpoint: run --metrics-addr serves Prometheus metrics; the
+// row and transaction counters move while the source writes, and the lag
+// returns to 0 once the writes stop.
+func TestMetricsEndpoint(t *testing.T) {
+	e := newEnv(t, "CREATE TABLE m (id serial PRIMARY KEY, v int);", "")
+	e.mustPgsync("bootstrap")
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	bg := e.start("run", "--metrics-addr", addr)
+	defer bg.kill9(t)
+
+	scrape := func() string {
+		resp, err := http.Get("http://" + addr + "/metrics")
+		if err != nil {
+			return ""
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return string(b)
+	}
+	value := func(body, series string) float64 {
+		for _, line := range strings.Split(body, "\n") {
+			if rest, ok := strings.CutPrefix(line, series+" "); ok {
+				v, err := strconv.ParseFloat(strings.TrimSpace(rest), 64)
+				if err == nil {
+					return v
+				}
+			}
+		}
+		return -1
+	}
+	inserts := `pgsync_rows_applied_total{op="insert",table="public.m"}`
+	eventually(t, 30*time.Second, "the metrics endpoint", func() bool { return value(scrape(), "pgsync_lag_bytes") >= 0 })
+	e.srcExec("INSERT INTO m (v) SELECT g FROM generate_series(1, 100) g")
+	eventually(t, 30*time.Second, "100 inserts counted", func() bool { return value(scrape(), inserts) == 100 })
+	for i := 0; i < 20; i++ {
+		e.srcExec("INSERT INTO m (v) VALUES ($1)", i)
+		e.srcExec("UPDATE m SET v = v + 1 WHERE id = $1", i+1)
+	}
+	eventually(t, 30*time.Second, "the counters to move and the lag to return to 0", func() bool {
+		body := scrape()
+		return value(body, inserts) == 120 && value(body, `pgsync_rows_applied_total{op="update",table="public.m"}`) == 20 &&
+			value(body, "pgsync_transactions_applied_total") >= 41 && value(body, "pgsync_lag_bytes") == 0 && value(body, "pgsync_lag_seconds") == 0
+	})
+	body := scrape()
+	for _, series := range []string{"pgsync_slot_up", "pgsync_retained_wal_bytes", "pgsync_applied_lsn", "pgsync_target_commit_seconds_count", "process_resident_memory_bytes"} {
+		if value(body, series) < 0 {
+			t.Errorf("metric %s missing:\n%s", series, body)
+		}
+	}
+	if value(body, "pgsync_slot_up") != 1 {
+		t.Errorf("pgsync_slot_up = %v, want 1", value(body, "pgsync_slot_up"))
 	}
 }
