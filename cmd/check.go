@@ -237,11 +237,18 @@ FROM unnest($1::text[]) t`, idents)
 	} else if err == nil {
 		c.add("SELECT", checkOK, "every table is readable", "")
 	}
+	var canPublish bool
+	if qerr := src.QueryRow(ctx, "SELECT has_database_privilege(current_database(), 'CREATE')").Scan(&canPublish); qerr != nil {
+		c.add("publication", checkFail, oneLine(qerr.Error()), "")
+	} else if !canPublish {
+		c.add("publication", checkFail, "user "+s.User+" lacks CREATE on the source database, which CREATE PUBLICATION needs",
+			"GRANT CREATE ON DATABASE <source database> TO "+catalog.QuoteIdent(s.User))
+	}
 	if len(notOwned) > 0 {
 		c.add("publication", checkFail, "a publication takes only tables its creator owns; user "+s.User+" does not own "+strings.Join(notOwned, ", "),
 			"run as the tables' owner, or GRANT <owner> TO "+catalog.QuoteIdent(s.User))
-	} else if err == nil {
-		c.add("publication", checkOK, "user "+s.User+" owns every table", "")
+	} else if err == nil && canPublish {
+		c.add("publication", checkOK, "user "+s.User+" may create the publication and owns every table", "")
 	}
 	c.add("copy size", checkOK, fmt.Sprintf("%s on disk in %d tables (indexes and TOAST included); free disk is not checked", humanize.IBytes(uint64(total)), len(tables)), "")
 	return tables

@@ -3,9 +3,11 @@ package integration
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -337,4 +339,56 @@ func TestMetricsEndpoint(t *testing.T) {
 	if value(body, "pgsync_slot_up") != 1 {
 		t.Errorf("pgsync_slot_up = %v, want 1", value(body, "pgsync_slot_up"))
 	}
+}
+
+// TestLeastPrivileges runs a whole job with the roles docs/operations.md
+// describes: on the source, a REPLICATION role that owns the tables (a
+// publication takes only its owner's tables); on the target, a role with
+// CREATE on the database and on the schema and the right to set
+// session_replication_role. Nothing runs as a superuser.
+func TestLeastPrivileges(t *testing.T) {
+	e := newEnv(t, `CREATE TABLE acct (id bigserial PRIMARY KEY, owner text NOT NULL, balance int NOT NULL);
+INSERT INTO acct (owner, balance) SELECT 'o' || g, g FROM generate_series(1, 500) g;`, "")
+	srcRole, tgtRole := "mover_src_"+e.db, "mover_tgt_"+e.db
+	e.srcExec("DROP ROLE IF EXISTS " + srcRole + "; CREATE ROLE " + srcRole + " LOGIN REPLICATION; ALTER TABLE acct OWNER TO " + srcRole + "; GRANT CREATE ON DATABASE " + e.db + " TO " + srcRole)
+	e.tgtExec(fmt.Sprintf(`DROP ROLE IF EXISTS %[1]s; CREATE ROLE %[1]s LOGIN;
+GRANT CREATE ON DATABASE %[2]s TO %[1]s; GRANT CREATE, USAGE ON SCHEMA public TO %[1]s;
+GRANT SET ON PARAMETER session_replication_role TO %[1]s;`, tgtRole, e.db))
+	t.Cleanup(func() {
+		for _, c := range []struct{ port, role string }{{sourcePort, srcRole}, {targetPort, tgtRole}} {
+			admin := mustConnect(t, adminURL(c.port))
+			_, _ = admin.Exec(context.Background(), "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = $1", c.role)
+			_, _ = admin.Exec(context.Background(), "REVOKE SET ON PARAMETER session_replication_role FROM "+c.role)
+			admin.Close(context.Background())
+		}
+		for _, c := range []struct{ url, role string }{{e.srcURL, srcRole}, {e.tgtURL, tgtRole}} {
+			conn := mustConnect(t, c.url)
+			_, _ = conn.Exec(context.Background(), "DROP OWNED BY "+c.role)
+			conn.Close(context.Background())
+		}
+		for _, c := range []struct{ port, role string }{{sourcePort, srcRole}, {targetPort, tgtRole}} {
+			admin := mustConnect(t, adminURL(c.port))
+			_, _ = admin.Exec(context.Background(), "DROP ROLE IF EXISTS "+c.role)
+			admin.Close(context.Background())
+		}
+	})
+	cfg, _ := os.ReadFile(e.cfgPath)
+	s := strings.Replace(string(cfg), "postgres://postgres@127.0.0.1:"+sourcePort, "postgres://"+srcRole+"@127.0.0.1:"+sourcePort, 1)
+	s = strings.Replace(s, "postgres://postgres@127.0.0.1:"+targetPort, "postgres://"+tgtRole+"@127.0.0.1:"+targetPort, 1)
+	if err := os.WriteFile(e.cfgPath, []byte(s), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r := e.mustPgsync("check")
+	if strings.Contains(r.stdout, "FAIL") {
+		t.Errorf("check as the least-privileged roles:\n%s", r.stdout)
+	}
+	e.mustPgsync("bootstrap")
+	e.srcExec("SET ROLE " + srcRole + "; INSERT INTO acct (owner, balance) VALUES ('new', 1); UPDATE acct SET balance = balance + 1 WHERE id < 10; DELETE FROM acct WHERE id = 20; RESET ROLE")
+	e.catchUp()
+	e.mustVerify()
+	e.mustPgsync("sequences")
+	if n := queryOne[int64](t, e.tgt, "SELECT last_value FROM acct_id_seq"); n != 501 {
+		t.Errorf("acct_id_seq on the target = %d, want 501", n)
+	}
+	e.mustPgsync("teardown")
 }
