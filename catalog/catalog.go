@@ -37,9 +37,14 @@ type Column struct {
 	Sequence        string
 	SequenceType    string
 	SequenceOptions string
-	NotNull         bool
+	// SequenceShared marks a Sequence the column's default takes from
+	// without owning it (nextval('s') on a sequence of its own): created
+	// if missing, never owned by the column.
+	SequenceShared bool
+	NotNull        bool
 	// Default is the column default when it is portable to another
-	// database (it uses no sequence); "" otherwise.
+	// database (it uses no sequence, or one CreateTableSQL creates: see
+	// Sequence); "" otherwise.
 	Default string
 	// Generated is the expression of a STORED generated column, "" if the
 	// column is not generated. Generated columns are neither copied nor
@@ -194,7 +199,14 @@ SELECT coalesce(a.attname::text, ''), coalesce(format_type(a.atttypid, a.atttypm
                         format('INCREMENT BY %s MINVALUE %s MAXVALUE %s START WITH %s CACHE %s %s',
                                sq.seqincrement, sq.seqmin, sq.seqmax, sq.seqstart, sq.seqcache, CASE WHEN sq.seqcycle THEN 'CYCLE' ELSE 'NO CYCLE' END)
                  FROM pg_sequence sq
-                 WHERE sq.seqrelid = pg_get_serial_sequence(format('%I.%I', n.nspname, c.relname), a.attname)::regclass), ''),
+                 WHERE sq.seqrelid = pg_get_serial_sequence(format('%I.%I', n.nspname, c.relname), a.attname)::regclass),
+                -- a sequence the column's default takes from without owning it
+                (SELECT sq.seqrelid::regclass::text || '|' || format_type(sq.seqtypid, NULL) || '|' ||
+                        format('INCREMENT BY %s MINVALUE %s MAXVALUE %s START WITH %s CACHE %s %s',
+                               sq.seqincrement, sq.seqmin, sq.seqmax, sq.seqstart, sq.seqcache, CASE WHEN sq.seqcycle THEN 'CYCLE' ELSE 'NO CYCLE' END) || '|shared'
+                 FROM pg_depend dep JOIN pg_sequence sq ON sq.seqrelid = dep.refobjid
+                 WHERE dep.classid = 'pg_attrdef'::regclass AND dep.objid = d.oid AND dep.refclassid = 'pg_class'::regclass
+                 LIMIT 1), ''),
        coalesce(pg_get_expr(d.adbin, d.adrelid), ''), coalesce(a.attgenerated::text, ''),
        c.relreplident::text, pg_total_relation_size(c.oid),
        coalesce((SELECT array_agg(k.attname::text ORDER BY x.n)
@@ -229,16 +241,17 @@ ORDER BY a.attnum`, t.Schema, t.Name)
 			c.Identity = identity[0]
 			c.IdentityAlways = c.Identity == 'a'
 		}
-		if parts := strings.SplitN(seq, "|", 3); len(parts) == 3 {
+		if parts := strings.SplitN(seq, "|", 4); len(parts) >= 3 {
 			c.Sequence, c.SequenceType, c.SequenceOptions = parts[0], parts[1], parts[2]
+			c.SequenceShared = len(parts) == 4
 		}
 		switch {
 		case gen == "s":
 			c.Generated = def
 		case def == "":
 		case !strings.Contains(def, "nextval("), c.Sequence != "" && c.Identity == 0:
-			// A default that takes from the column's own sequence (serial)
-			// is portable: CreateTableSQL creates the sequence.
+			// A default that takes from a sequence (the column's own, or
+			// one it shares) is portable: CreateTableSQL creates it.
 			c.Default = def
 		}
 		if parts := strings.SplitN(partOf, "|", 3); len(parts) == 3 {
@@ -274,7 +287,8 @@ func CreateTableSQL(t *Table) string {
 		fmt.Fprintf(&b, "CREATE TABLE %s PARTITION OF %s %s", t.Ident(), t.PartitionOf.Ident(), t.PartitionBound)
 		return b.String()
 	}
-	// Sequences of serial columns first: their defaults name them.
+	// Sequences of serial columns and those defaults take from first:
+	// the defaults name them.
 	for _, c := range t.Columns {
 		if c.Sequence != "" && c.Identity == 0 {
 			fmt.Fprintf(&b, "CREATE SEQUENCE IF NOT EXISTS %s AS %s %s; ", c.Sequence, c.SequenceType, c.SequenceOptions)
@@ -316,7 +330,7 @@ func CreateTableSQL(t *Table) string {
 		fmt.Fprintf(&b, " PARTITION BY %s", t.PartitionKey)
 	}
 	for _, c := range t.Columns {
-		if c.Sequence != "" && c.Identity == 0 {
+		if c.Sequence != "" && c.Identity == 0 && !c.SequenceShared {
 			fmt.Fprintf(&b, "; ALTER SEQUENCE %s OWNED BY %s.%s", c.Sequence, t.Ident(), QuoteIdent(c.Name))
 		}
 	}
