@@ -171,7 +171,9 @@ func plan(ctx context.Context, opts Options, tables []catalog.Table) ([]copyPart
 		tc := &tableCopy{t: t, parts: 1, binary: layout.binary[t.Ident()]}
 		n := layout.blocks[t.Ident()]
 		per := uint32(max(opts.RangeBytes/layout.blockSize, 1))
-		if !layout.tidRange || opts.RangeBytes <= 0 || n < 2*int64(per) || t.CopiedColumns() == "" {
+		// One stream gains nothing from ranges, and each costs a query
+		// through the executor and a transaction of its own.
+		if !layout.tidRange || opts.RangeBytes <= 0 || opts.MaxParallel <= 1 || n < 2*int64(per) || t.CopiedColumns() == "" {
 			tc.remaining.Store(1)
 			parts = append(parts, copyPart{table: tc})
 			continue
