@@ -64,6 +64,7 @@ type Applier struct {
 	opts Options
 
 	relations map[uint32]*relation
+	added     map[string]AddedTable // tables add-tables added, by schema.name
 	stmts     map[string]*statement
 	stmtSeq   int
 	keyBuf    []byte
@@ -109,6 +110,10 @@ type relation struct {
 	// counted are the row counters by operation (Options.Metrics), nil
 	// without metrics.
 	counted map[byte]prometheus.Counter
+	// copiedAt is where add-tables copied the table (0 for the job's
+	// first tables): its changes in transactions committed before it are
+	// in the copy already.
+	copiedAt pglogrepl.LSN
 }
 
 // statement is a prepared statement of the target connection.
@@ -179,6 +184,14 @@ func (a *Applier) ResumeLSN(ctx context.Context) (pglogrepl.LSN, error) {
 	if err := addProgressColumns(ctx, a.conn); err != nil {
 		return 0, err
 	}
+	if a.added, err = ReadAddedTables(ctx, a.conn, a.opts.Job); err != nil {
+		return 0, err
+	}
+	for _, t := range a.added {
+		if t.State != TableReady {
+			return 0, fmt.Errorf("job %s: table %s.%s is being added (pgsync.tables state %q): rerun pgsync add-tables", a.opts.Job, t.Schema, t.Name, t.State)
+		}
+	}
 	return p.LSN, nil
 }
 
@@ -244,6 +257,7 @@ func (a *Applier) Relation(ctx context.Context, r *pgoutput.Relation) error {
 			pgoutput.MsgDelete: m.RowCounter(r.String(), "delete"),
 		}
 	}
+	rel.copiedAt = a.added[r.String()].CopiedLSN
 	a.relations[r.ID] = rel
 	return nil
 }
@@ -290,6 +304,9 @@ func (a *Applier) Change(ctx context.Context, c *pgoutput.Change) error {
 	rel := a.relations[c.RelationID]
 	if rel == nil {
 		return a.fail(ctx, fmt.Errorf("change at %s: relation %d was never described by the source", a.sourceLSN, c.RelationID))
+	}
+	if a.sourceLSN < rel.copiedAt {
+		return nil // in the copy add-tables took (the skip rule, per table)
 	}
 	if len(c.New.Kinds) != 0 && len(c.New.Kinds) != len(rel.cols) || len(c.Old.Kinds) != 0 && len(c.Old.Kinds) != len(rel.cols) {
 		return a.fail(ctx, fmt.Errorf("%s on %s at %s: row has %d columns, relation has %d", opName(c.Op), rel.src, a.sourceLSN, max(len(c.New.Kinds), len(c.Old.Kinds)), len(rel.cols)))
@@ -561,11 +578,18 @@ func (a *Applier) Truncate(ctx context.Context, t pgoutput.Truncate) error {
 	if err := a.flushRun(ctx); err != nil {
 		return err
 	}
-	rels := make([]*relation, len(t.RelationIDs))
-	for i, id := range t.RelationIDs {
-		if rels[i] = a.relations[id]; rels[i] == nil {
+	rels := make([]*relation, 0, len(t.RelationIDs))
+	for _, id := range t.RelationIDs {
+		rel := a.relations[id]
+		if rel == nil {
 			return a.fail(ctx, fmt.Errorf("TRUNCATE at %s: relation %d was never described by the source", a.sourceLSN, id))
 		}
+		if a.sourceLSN >= rel.copiedAt { // else in add-tables' copy already
+			rels = append(rels, rel)
+		}
+	}
+	if len(rels) == 0 {
+		return nil
 	}
 	a.startPipeline(ctx)
 	a.pipeline.SendQueryParams(truncateSQL(rels, t.Options), nil, nil, nil, nil)

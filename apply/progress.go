@@ -43,6 +43,14 @@ CREATE TABLE IF NOT EXISTS pgsync.progress (
     lsn        pg_lsn NOT NULL,
     updated_at timestamptz NOT NULL DEFAULT now(),
     source_commit_time timestamptz
+);
+CREATE TABLE IF NOT EXISTS pgsync.tables (
+    job        text NOT NULL,
+    schema_name text NOT NULL,
+    table_name text NOT NULL,
+    state      text NOT NULL,
+    copied_lsn pg_lsn,
+    PRIMARY KEY (job, schema_name, table_name)
 )`
 
 // EnsureProgressTable creates pgsync.progress on the target if missing.
@@ -105,11 +113,18 @@ ON CONFLICT (job) DO UPDATE SET state = excluded.state, lsn = excluded.lsn, upda
 	return nil
 }
 
-// DeleteProgress removes the job's row; a missing table or row is fine.
+// DeleteProgress removes the job's row and its added tables' rows; a
+// missing table or row is fine.
 func DeleteProgress(ctx context.Context, conn *pgx.Conn, job string) error {
 	exists, err := progressTableExists(ctx, conn)
 	if err == nil && exists {
 		_, err = conn.Exec(ctx, `DELETE FROM pgsync.progress WHERE job = $1`, job)
+	}
+	if err == nil {
+		err = conn.QueryRow(ctx, `SELECT to_regclass('pgsync.tables') IS NOT NULL`).Scan(&exists)
+	}
+	if err == nil && exists {
+		_, err = conn.Exec(ctx, `DELETE FROM pgsync.tables WHERE job = $1`, job)
 	}
 	if err != nil {
 		return fmt.Errorf("delete progress of job %s: %w", job, err)
@@ -121,4 +136,77 @@ func progressTableExists(ctx context.Context, conn *pgx.Conn) (bool, error) {
 	var exists bool
 	err := conn.QueryRow(ctx, `SELECT to_regclass('pgsync.progress') IS NOT NULL`).Scan(&exists)
 	return exists, err
+}
+
+// Added-table states in pgsync.tables.
+const (
+	// TableCopying marks a table add-tables is copying: run refuses to
+	// start until add-tables finishes it.
+	TableCopying = "copying"
+	// TableReady marks a table copied at CopiedLSN: run applies its
+	// changes from transactions committed at or after it.
+	TableReady = "ready"
+)
+
+// AddedTable is a table added to a running job (pgsync add-tables), in
+// pgsync.tables.
+type AddedTable struct {
+	Schema, Name string
+	State        string
+	// CopiedLSN is the consistent point of the snapshot the table was
+	// copied under: the target has every transaction committed before it.
+	CopiedLSN pglogrepl.LSN
+}
+
+// ReadAddedTables returns the job's added tables by "schema.name"; none
+// when pgsync.tables does not exist (a job bootstrapped by an earlier
+// release).
+func ReadAddedTables(ctx context.Context, conn *pgx.Conn, job string) (map[string]AddedTable, error) {
+	out := make(map[string]AddedTable)
+	var exists bool
+	if err := conn.QueryRow(ctx, `SELECT to_regclass('pgsync.tables') IS NOT NULL`).Scan(&exists); err != nil || !exists {
+		return out, err
+	}
+	rows, err := conn.Query(ctx, `SELECT schema_name, table_name, state, coalesce(copied_lsn, '0/0')::text FROM pgsync.tables WHERE job = $1`, job)
+	if err != nil {
+		return nil, fmt.Errorf("read pgsync.tables for job %s: %w", job, err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var t AddedTable
+		var lsn string
+		if err := rows.Scan(&t.Schema, &t.Name, &t.State, &lsn); err != nil {
+			return nil, err
+		}
+		if t.CopiedLSN, err = pglogrepl.ParseLSN(lsn); err != nil {
+			return nil, fmt.Errorf("pgsync.tables: %s.%s: lsn %q: %w", t.Schema, t.Name, lsn, err)
+		}
+		out[t.Schema+"."+t.Name] = t
+	}
+	return out, rows.Err()
+}
+
+// MarkTablesCopying records that add-tables is copying tables for job.
+func MarkTablesCopying(ctx context.Context, conn *pgx.Conn, job string, tables [][2]string) error {
+	for _, t := range tables {
+		if _, err := conn.Exec(ctx, `INSERT INTO pgsync.tables (job, schema_name, table_name, state) VALUES ($1, $2, $3, $4)
+ON CONFLICT (job, schema_name, table_name) DO UPDATE SET state = excluded.state, copied_lsn = NULL`, job, t[0], t[1], TableCopying); err != nil {
+			return fmt.Errorf("record table %s.%s in pgsync.tables: %w", t[0], t[1], err)
+		}
+	}
+	return nil
+}
+
+// MarkTablesReady records, in one transaction, that tables were copied at
+// lsn.
+func MarkTablesReady(ctx context.Context, conn *pgx.Conn, job string, tables [][2]string, lsn pglogrepl.LSN) error {
+	return pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
+		for _, t := range tables {
+			if _, err := tx.Exec(ctx, `UPDATE pgsync.tables SET state = $4, copied_lsn = $5::pg_lsn WHERE job = $1 AND schema_name = $2 AND table_name = $3`,
+				job, t[0], t[1], TableReady, lsn.String()); err != nil {
+				return fmt.Errorf("record table %s.%s as copied at %s: %w", t[0], t[1], lsn, err)
+			}
+		}
+		return nil
+	})
 }

@@ -71,7 +71,7 @@ func Execute(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	root.PersistentFlags().StringVarP(&a.configPath, "config", "c", "pgsync.toml", "configuration file")
 	root.PersistentFlags().StringVar(&logFormat, "log-format", logFormat, "log lines on stderr: text, json, or auto (text on a terminal, json otherwise); PGSYNC_LOG_FORMAT sets the default")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &exitError{code: ExitUsage, err: err} })
-	root.AddCommand(a.bootstrapCmd(), a.runCmd(), a.statusCmd(), a.checkCmd(), a.verifyCmd(), a.sequencesCmd(), a.cutoverCmd(), a.teardownCmd(), a.versionCmd())
+	root.AddCommand(a.bootstrapCmd(), a.runCmd(), a.statusCmd(), a.checkCmd(), a.verifyCmd(), a.sequencesCmd(), a.cutoverCmd(), a.addTablesCmd(), a.teardownCmd(), a.versionCmd())
 	root.SetArgs(args)
 	root.SetOut(stdout)
 	root.SetErr(stderr)

@@ -109,6 +109,36 @@ func CreateSlot(ctx context.Context, conn *pgconn.PgConn, n Names) (*Slot, error
 	return &Slot{Conn: conn, SnapshotName: res.SnapshotName, ConsistentPoint: lsn}, nil
 }
 
+// CreateTemporarySlot creates a temporary logical slot named name with an
+// exported snapshot on conn (a replication connection): the slot, and so
+// its consistent point's meaning, lasts as long as conn. add-tables copies
+// under it.
+func CreateTemporarySlot(ctx context.Context, conn *pgconn.PgConn, name string) (*Slot, error) {
+	res, err := pglogrepl.CreateReplicationSlot(ctx, conn, name, "pgoutput",
+		pglogrepl.CreateReplicationSlotOptions{Temporary: true, Mode: pglogrepl.LogicalReplication, SnapshotAction: "EXPORT_SNAPSHOT"})
+	if err != nil {
+		return nil, fmt.Errorf("create temporary replication slot %s: %w", name, err)
+	}
+	lsn, err := pglogrepl.ParseLSN(res.ConsistentPoint)
+	if err != nil {
+		return nil, fmt.Errorf("create temporary replication slot %s: consistent point %q: %w", name, res.ConsistentPoint, err)
+	}
+	return &Slot{Conn: conn, SnapshotName: res.SnapshotName, ConsistentPoint: lsn}, nil
+}
+
+// AddToPublication adds tables to the job's publication.
+func AddToPublication(ctx context.Context, conn *pgx.Conn, n Names, tables []catalog.Table) error {
+	idents := make([]string, len(tables))
+	for i := range tables {
+		idents[i] = tables[i].Ident()
+	}
+	sql := fmt.Sprintf("ALTER PUBLICATION %s ADD TABLE %s", catalog.QuoteIdent(n.Publication), strings.Join(idents, ", "))
+	if _, err := conn.Exec(ctx, sql); err != nil {
+		return fmt.Errorf("add %s to publication %s: %w", strings.Join(idents, ", "), n.Publication, err)
+	}
+	return nil
+}
+
 // Exists reports whether the job's slot or publication exist on the source.
 func Exists(ctx context.Context, conn *pgx.Conn, n Names) (slot, publication bool, err error) {
 	err = conn.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_replication_slots WHERE slot_name = $1),

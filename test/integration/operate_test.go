@@ -5,12 +5,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math/rand"
 	"net"
 	"net/http"
 	"os"
 	"strconv"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -391,4 +393,94 @@ GRANT SET ON PARAMETER session_replication_role TO %[1]s;`, tgtRole, e.db))
 		t.Errorf("acct_id_seq on the target = %d, want 501", n)
 	}
 	e.mustPgsync("teardown")
+}
+
+// TestAddTablesWhileWriting: a table is added to a running job while
+// transfers write to the job's tables and another writer to the new one;
+// run stops for the hand-off, add-tables copies the new table under its own
+// snapshot, run resumes, and everything ends identical. A table that no
+// longer matches is reported and kept; a half-added table stops run.
+func TestAddTablesWhileWriting(t *testing.T) {
+	e := newEnv(t, `CREATE TABLE acct (id int PRIMARY KEY, balance bigint NOT NULL);
+INSERT INTO acct SELECT g, 1000 FROM generate_series(1, 50000) g;
+CREATE TABLE ledger (id bigserial PRIMARY KEY, acct int, delta bigint);
+CREATE TABLE events (id bigserial PRIMARY KEY, n int NOT NULL, note text);
+INSERT INTO events (n, note) SELECT g, 'before' FROM generate_series(1, 20000) g;`, "")
+	setTables := func(patterns string) {
+		cfg, _ := os.ReadFile(e.cfgPath)
+		lines := strings.Split(string(cfg), "\n")
+		for i, l := range lines {
+			if strings.HasPrefix(l, "tables = ") {
+				lines[i] = "tables = " + patterns
+			}
+		}
+		if err := os.WriteFile(e.cfgPath, []byte(strings.Join(lines, "\n")), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	setTables(`["public.acct", "public.ledger"]`)
+	e.mustPgsync("bootstrap")
+	bg := e.start("run")
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	transfers := startTransfers(ctx, t, e.srcURL)
+	events := startWriter(ctx, t, e.srcURL, func(ctx context.Context, tx pgx.Tx, rnd *rand.Rand) error {
+		if _, err := tx.Exec(ctx, "INSERT INTO events (n, note) VALUES ($1, 'during')", rnd.Intn(1000)); err != nil {
+			return err
+		}
+		_, err := tx.Exec(ctx, "UPDATE events SET n = n + 1 WHERE id = $1", rnd.Intn(20000)+1)
+		return err
+	})
+	time.Sleep(2 * time.Second)
+
+	// The hand-off: stop run, add the table, start run again.
+	_ = bg.cmd.Process.Signal(syscall.SIGTERM)
+	if code := bg.wait(t, 20*time.Second); code != 0 {
+		t.Fatalf("run after SIGTERM: exit %d\n%s", code, bg.stderr.String())
+	}
+	setTables(`["public.acct", "public.ledger", "public.events"]`)
+	r := e.mustPgsync("add-tables")
+	if !strings.Contains(r.stdout, "added 1 tables to job "+e.job+" (public.events)") || !strings.Contains(r.stdout, "add-tables took") {
+		t.Errorf("add-tables:\n%s", r.stdout)
+	}
+	bg = e.start("run")
+	time.Sleep(2 * time.Second)
+	cancel()
+	if transfers.wait(t) == 0 || events.wait(t) == 0 {
+		t.Fatal("a writer committed nothing")
+	}
+	_ = bg.cmd.Process.Signal(syscall.SIGTERM)
+	if code := bg.wait(t, 20*time.Second); code != 0 {
+		t.Fatalf("run: exit %d\n%s", code, bg.stderr.String())
+	}
+	e.catchUp()
+	r = e.mustPgsync("verify")
+	if !strings.Contains(r.stdout, "all 3 tables identical") {
+		t.Errorf("verify after add-tables:\n%s", r.stdout)
+	}
+	if n := queryOne[int](t, e.tgt, "SELECT count(*) FROM events WHERE note = 'during'"); n == 0 {
+		t.Error("no row written during the hand-off reached the target")
+	}
+
+	// A table that no longer matches is reported, not dropped.
+	setTables(`["public.acct", "public.events"]`)
+	r = e.mustPgsync("add-tables")
+	if !strings.Contains(r.stdout, "no new table") || !strings.Contains(r.stdout, "public.ledger") {
+		t.Errorf("add-tables with a table no longer matched:\n%s", r.stdout)
+	}
+	e.srcExec("INSERT INTO ledger (acct, delta) VALUES (1, 5)")
+	e.catchUp()
+	e.mustVerify()
+
+	// A half-added table stops run until add-tables finishes it.
+	e.tgtExec("UPDATE pgsync.tables SET state = 'copying' WHERE table_name = 'events'")
+	if r := e.pgsync("run", "--until-caught-up"); r.code != 1 || !strings.Contains(r.stderr, "rerun pgsync add-tables") {
+		t.Errorf("run with a half-added table: exit %d\n%s", r.code, r.stderr)
+	}
+	setTables(`["public.acct", "public.ledger", "public.events"]`)
+	e.mustPgsync("add-tables")
+	e.srcExec("UPDATE events SET note = 'after' WHERE id < 100")
+	e.catchUp()
+	e.mustVerify()
 }

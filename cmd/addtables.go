@@ -1,0 +1,206 @@
+package cmd
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/dustin/go-humanize"
+	"github.com/spf13/cobra"
+
+	"github.com/pgsync/pgsync/apply"
+	"github.com/pgsync/pgsync/catalog"
+	"github.com/pgsync/pgsync/pgconnect"
+	"github.com/pgsync/pgsync/replication"
+	"github.com/pgsync/pgsync/snapshot"
+)
+
+func (a *app) addTablesCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "add-tables",
+		Short: "Add to a bootstrapped job the tables job.tables now matches, without starting over",
+		Long: `add-tables adds the tables that job.tables matches and the job's publication
+lacks. With pgsync run stopped, it checks them, creates the missing ones on
+the target, adds them to the publication, copies them under a snapshot
+taken after that (a temporary slot's), and records that snapshot's
+position for each in pgsync.tables: run then applies their changes from
+transactions committed after the copy, exactly once, and the job's other
+tables carry on from where run stopped. The pause is the time add-tables
+takes; it says how long.
+
+Published tables that job.tables no longer matches are listed, never
+dropped. An interrupted add-tables is finished by running it again.`,
+		Args: cobra.NoArgs,
+		RunE: a.withServers(func(ctx context.Context, sv *servers) error {
+			return a.addTables(ctx, sv)
+		}),
+	}
+}
+
+func (a *app) addTables(ctx context.Context, sv *servers) error {
+	began := time.Now()
+	cfg, src, tgt := sv.cfg, sv.src, sv.tgt
+	n := names(cfg)
+
+	prog, err := apply.ReadProgress(ctx, tgt, cfg.Job)
+	if err != nil {
+		return err
+	}
+	if prog.State != apply.StateReady {
+		return failf(ExitFailed, "job %s is not bootstrapped (state %s): run pgsync bootstrap", cfg.Job, prog.State)
+	}
+	slot, err := replication.Status(ctx, src, n)
+	if err != nil {
+		return err
+	}
+	switch {
+	case !slot.Exists:
+		return withSlotRemedy(fmt.Errorf("job %s: %w", cfg.Job, replication.ErrSlotMissing))
+	case slot.Active:
+		return failf(ExitFailed, "slot %s is in use: stop pgsync run first (it resumes where it stopped once add-tables is done)", n.Slot)
+	}
+
+	published, err := replication.PublishedTables(ctx, src, n.Publication)
+	if err != nil {
+		return err
+	}
+	isPublished := make(map[string]bool, len(published))
+	for _, p := range published {
+		isPublished[p[0]+"."+p[1]] = true
+	}
+	matched, err := catalog.Resolve(ctx, src, cfg.Tables)
+	if err != nil {
+		return err
+	}
+	added, err := apply.ReadAddedTables(ctx, tgt, cfg.Job)
+	if err != nil {
+		return err
+	}
+	// New: matched and not published, or published by an add-tables that
+	// did not finish its copy.
+	var fresh []catalog.Table
+	var unpublished []catalog.Table
+	interrupted := false
+	isMatched := make(map[string]bool, len(matched))
+	for _, t := range matched {
+		isMatched[t.String()] = true
+		switch {
+		case !isPublished[t.String()]:
+			fresh, unpublished = append(fresh, t), append(unpublished, t)
+		case added[t.String()].State == apply.TableCopying:
+			fresh = append(fresh, t)
+			interrupted = true
+		}
+	}
+	var gone []string
+	for _, p := range published {
+		if !isMatched[p[0]+"."+p[1]] {
+			gone = append(gone, p[0]+"."+p[1])
+		}
+	}
+	if len(gone) > 0 {
+		a.log.Warn("published tables no longer match job.tables; they stay in the job (not dropped)", "tables", strings.Join(gone, ", "))
+	}
+	if len(fresh) == 0 {
+		fmt.Fprintf(a.stdout, "job %s: no new table matches job.tables", cfg.Job)
+		if len(gone) > 0 {
+			fmt.Fprintf(a.stdout, "; still replicated though no longer matched: %s", strings.Join(gone, ", "))
+		}
+		fmt.Fprintln(a.stdout)
+		return nil
+	}
+
+	if failed := a.preflight(ctx, cfg, false).failed(); len(failed) > 0 {
+		return failf(ExitFailed, "%d checks failed (pgsync check lists them all): %s", len(failed), failedItems(failed))
+	}
+	if err := pgconnect.ReplicaSession(ctx, tgt); err != nil {
+		return err
+	}
+	if err := apply.EnsureProgressTable(ctx, tgt); err != nil {
+		return err
+	}
+	pairs := make([][2]string, len(fresh))
+	for i, t := range fresh {
+		pairs[i] = [2]string{t.Schema, t.Name}
+	}
+	// Recorded before anything changes on the source: run refuses to start
+	// while a table is half added.
+	if err := apply.MarkTablesCopying(ctx, tgt, cfg.Job, pairs); err != nil {
+		return err
+	}
+	created, parents, err := a.prepareTargetTables(ctx, src, tgt, fresh, interrupted)
+	if err != nil {
+		return err
+	}
+	build := append(parents, created...)
+	if interrupted { // the tables created by the first attempt exist now
+		build = nil
+		for i := range fresh {
+			build = append(build, &fresh[i])
+		}
+	}
+	objects, err := a.secondaryObjects(ctx, src, tgt, fresh, build)
+	if err != nil {
+		return err
+	}
+	if len(unpublished) > 0 {
+		if err := replication.AddToPublication(ctx, src, n, unpublished); err != nil {
+			return err
+		}
+	}
+	// The slot is created after the publication took the tables: it waits
+	// for the transactions running then, so a transaction that changed a
+	// table before it was published ends before the consistent point and is
+	// in the copy; every later one is streamed by the job's slot.
+	repl, err := pgconnect.ConnectReplication(ctx, cfg.SourceURL)
+	if err != nil {
+		return err
+	}
+	defer repl.Close(context.WithoutCancel(ctx))
+	tmp, err := replication.CreateTemporarySlot(ctx, repl, fmt.Sprintf("pgsync_add_%d", os.Getpid()))
+	if err != nil {
+		return err
+	}
+	results, err := snapshot.Copy(ctx, snapshot.Options{
+		SourceURL:    cfg.SourceURL,
+		TargetURL:    cfg.TargetURL,
+		SnapshotName: tmp.SnapshotName,
+		MaxParallel:  cfg.Tuning.MaxParallelCopies,
+		BufferSize:   cfg.Tuning.BufferSizeKB << 10,
+		RangeBytes:   int64(cfg.Tuning.CopyRangeMB) << 20,
+		Imported:     func() { repl.Close(context.WithoutCancel(ctx)) },
+		Logger:       a.log,
+	}, fresh)
+	if err != nil {
+		return fmt.Errorf("copy (rerun pgsync add-tables to finish): %w", err)
+	}
+	built, err := snapshot.BuildObjects(ctx, cfg.TargetURL, cfg.Tuning.MaxParallelCopies, objects)
+	if err != nil {
+		return fmt.Errorf("create indexes and constraints (rerun pgsync add-tables to finish): %w", err)
+	}
+	for _, b := range built {
+		if b.Err != nil {
+			a.log.Warn("not created", "object", b.Object.String(), "err", b.Err)
+		}
+	}
+	if err := apply.MarkTablesReady(ctx, tgt, cfg.Job, pairs, tmp.ConsistentPoint); err != nil {
+		return err
+	}
+	var rows, bytes int64
+	names := make([]string, len(results))
+	for i, r := range results {
+		rows += r.Rows
+		bytes += r.Bytes
+		names[i] = r.Table
+	}
+	secs := time.Since(began).Seconds()
+	a.log.Info("tables added", "job", cfg.Job, "tables", strings.Join(names, ", "), "copied_at", tmp.ConsistentPoint.String(), "seconds", fmt.Sprintf("%.2f", secs))
+	fmt.Fprintf(a.stdout, "added %d tables to job %s (%s): %d rows, %s copied at %s; add-tables took %.1fs, during which pgsync run had to stay stopped: start it again\n",
+		len(results), cfg.Job, strings.Join(names, ", "), rows, humanize.IBytes(uint64(bytes)), tmp.ConsistentPoint, secs)
+	if len(gone) > 0 {
+		fmt.Fprintf(a.stdout, "still replicated though no longer matched by job.tables: %s\n", strings.Join(gone, ", "))
+	}
+	return nil
+}
