@@ -144,6 +144,10 @@ children_cpu() {
   awk -v hz="$(getconf CLK_TCK)" '{printf "%.2f", ($16 + $17) / hz}' "/proc/$(head -1 "$dir/postmaster.pid")/stat"
 }
 
+# cpu_delta PORT BEFORE: CPU seconds of the cluster's processes that ended
+# since children_cpu returned BEFORE.
+cpu_delta() { awk -v a="$2" -v b="$(children_cpu "$1")" 'BEGIN { printf "%.2f", b - a }'; }
+
 # proc_cpu PID: CPU seconds used so far by a running process.
 proc_cpu() { awk -v hz="$(getconf CLK_TCK)" '{printf "%.2f", ($14 + $15) / hz}' "/proc/$1/stat"; }
 

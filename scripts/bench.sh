@@ -29,7 +29,10 @@ write_config "$cfg" bench bench bench
 settle bench
 
 echo "bench: pgsync bootstrap"
+s0=$(children_cpu "$SRC_PORT") g0=$(children_cpu "$TGT_PORT")
 sampled_run "$tag-bootstrap" "$PGSYNC" -c "$cfg" bootstrap
+sleep 0.5
+snap_src_cpu=$(cpu_delta "$SRC_PORT" "$s0") snap_tgt_cpu=$(cpu_delta "$TGT_PORT" "$g0")
 snap_secs=$run_secs snap_rss_avg=$run_rss_avg snap_rss_peak=$run_rss_peak snap_cpu=$run_cpu
 copy_bytes=$(sed -n 's/.*msg="bootstrap done".* bytes=\([0-9]*\).*/\1/p' "$RESULTS/$tag-bootstrap.log")
 settle bench
@@ -46,10 +49,13 @@ pipe_secs=$(elapsed "$t0" "$t1")
 settle bench
 
 echo "bench: native subscription initial copy"
+s0=$(children_cpu "$SRC_PORT") g0=$(children_cpu "$TGT_PORT")
 t0=$(now)
 native_subscribe bench bench_native native_bench
 t1=$(now)
 native_secs=$(elapsed "$t0" "$t1")
+sleep 0.5
+native_src_cpu=$(cpu_delta "$SRC_PORT" "$s0") native_tgt_cpu=$(cpu_delta "$TGT_PORT" "$g0")
 psql_tgt bench_native -c "ALTER SUBSCRIPTION native_bench DISABLE" -c "ALTER SUBSCRIPTION native_bench SET (slot_name = NONE)" -c "DROP SUBSCRIPTION native_bench"
 psql_src bench -c "SELECT pg_drop_replication_slot('native_bench')" -c "DROP PUBLICATION native_bench" >/dev/null
 settle bench
@@ -93,7 +99,9 @@ $(env_json),
     "pgsync_rss_avg_mb": $snap_rss_avg,
     "pgsync_rss_peak_mb": $snap_rss_peak,
     "pgsync_cpu_avg_pct": $snap_cpu,
+    "pgsync_server_cpu_seconds": {"source": $snap_src_cpu, "target": $snap_tgt_cpu},
     "native_subscription_seconds": $native_secs,
+    "native_server_cpu_seconds": {"source": $native_src_cpu, "target": $native_tgt_cpu},
     "copy_pipe_seconds": $pipe_secs,
     "pgsync_speedup_vs_native": $(ratio "$native_secs" "$snap_secs"),
     "pgsync_speedup_vs_pipe": $(ratio "$pipe_secs" "$snap_secs")

@@ -47,10 +47,8 @@ TO STDOUT | COPY ... FROM STDIN` pipe) did with the same data, measured
 minutes apart in the same script on the same machine.
 
 All figures come from one run of the scripts at commit `{commit}`, one
-after the other, except the 10 GB copy (commit
-`{c10['environment']['pgsync_commit']}`, an hour earlier: its code differs
-only in when a table is cut into ranges, and both tables were cut there)
-and the many-jobs table at the end (commit `2b06f6d`, not rerun).
+after the other{'' if c10['environment']['pgsync_commit'] == commit else ", except the 10 GB copy (commit `" + c10['environment']['pgsync_commit'] + "`: its code differs only in when a table is cut into ranges)"},
+except the many-jobs table at the end (commit `2b06f6d`, not rerun).
 
 ## Reproducing it
 
@@ -168,7 +166,9 @@ that is the machine, not the code (see Environment).
 # Copy two tables
 def snap_row(name, d):
     s = d['snapshot']
-    return f"| {name} | {s['copy_bytes']/1e6:.1f} MB | {s['pgsync_seconds']} s | {s['native_subscription_seconds']} s | {s['copy_pipe_seconds']} s | {s['pgsync_seconds']/s['native_subscription_seconds']:.2f}x | {s['pgsync_rss_avg_mb']} / {s['pgsync_rss_peak_mb']} MB | {s['pgsync_cpu_avg_pct']} % |"
+    pc, nc = s.get('pgsync_server_cpu_seconds'), s.get('native_server_cpu_seconds')
+    cpu = f"{pc['source']} + {pc['target']} s | {nc['source']} + {nc['target']} s" if pc and nc else "| "
+    return f"| {name} | {s['copy_bytes']/1e6:.1f} MB | {s['pgsync_seconds']} s | {s['native_subscription_seconds']} s | {s['copy_pipe_seconds']} s | {s['pgsync_seconds']/s['native_subscription_seconds']:.2f}x | {s['pgsync_rss_avg_mb']} / {s['pgsync_rss_peak_mb']} MB | {s['pgsync_cpu_avg_pct']} % | {cpu} |"
 w('''## Initial copy of two tables (`scripts/bench.sh`)
 
 Two tables of 6 columns (`bench_a`, `bench_b`), the same number of rows
@@ -176,8 +176,8 @@ each. pgsync copies them in COPY's binary format (same major version, only
 built-in types), each table whole by one of the two streams; the native
 subscription's two table sync workers and the pipe use text.
 
-| dataset | pgsync COPY bytes | pgsync | native | text COPY pipe | pgsync / native time | pgsync RSS avg / peak | pgsync CPU |
-|---|---|---|---|---|---|---|---|''')
+| dataset | pgsync COPY bytes | pgsync | native | text COPY pipe | pgsync / native time | pgsync RSS avg / peak | pgsync CPU | servers' CPU, pgsync's copy (source + target) | servers' CPU, native's copy |
+|---|---|---|---|---|---|---|---|---|---|''')
 w(snap_row('100MB (2 x 400k rows)', b100))
 w(snap_row('1GB (2 x 4M rows)', b1g))
 w(f'''

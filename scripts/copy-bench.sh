@@ -51,8 +51,6 @@ source_bytes=$(val_src copysrc "SELECT sum(pg_relation_size(c.oid)) FROM pg_clas
 
 settle_copy() { psql_src copysrc -c "CHECKPOINT" >/dev/null; psql_tgt postgres -c "CHECKPOINT" >/dev/null; }
 
-# cpu_delta PORT BEFORE: CPU seconds of the cluster's processes that ended since BEFORE.
-cpu_delta() { awk -v a="$2" -v b="$(children_cpu "$1")" 'BEGIN { printf "%.2f", b - a }'; }
 
 runs=""
 for n in $STREAMS; do
