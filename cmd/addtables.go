@@ -134,14 +134,7 @@ func (a *app) addTables(ctx context.Context, sv *servers) error {
 	if err != nil {
 		return err
 	}
-	build := append(parents, created...)
-	if interrupted { // the tables created by the first attempt exist now
-		build = nil
-		for i := range fresh {
-			build = append(build, &fresh[i])
-		}
-	}
-	objects, err := a.secondaryObjects(ctx, src, tgt, fresh, build)
+	objects, err := a.secondaryObjects(ctx, src, tgt, fresh, toBuild(fresh, created, parents, interrupted))
 	if err != nil {
 		return err
 	}
@@ -163,27 +156,9 @@ func (a *app) addTables(ctx context.Context, sv *servers) error {
 	if err != nil {
 		return err
 	}
-	results, err := snapshot.Copy(ctx, snapshot.Options{
-		SourceURL:    cfg.SourceURL,
-		TargetURL:    cfg.TargetURL,
-		SnapshotName: tmp.SnapshotName,
-		MaxParallel:  cfg.Tuning.MaxParallelCopies,
-		BufferSize:   cfg.Tuning.BufferSizeKB << 10,
-		RangeBytes:   int64(cfg.Tuning.CopyRangeMB) << 20,
-		Imported:     func() { repl.Close(context.WithoutCancel(ctx)) },
-		Logger:       a.log,
-	}, fresh)
+	results, _, _, err := a.copyAndBuild(ctx, cfg, tmp, fresh, objects, &snapshot.Progress{}, "rerun pgsync add-tables to finish")
 	if err != nil {
-		return fmt.Errorf("copy (rerun pgsync add-tables to finish): %w", err)
-	}
-	built, err := snapshot.BuildObjects(ctx, cfg.TargetURL, cfg.Tuning.MaxParallelCopies, objects)
-	if err != nil {
-		return fmt.Errorf("create indexes and constraints (rerun pgsync add-tables to finish): %w", err)
-	}
-	for _, b := range built {
-		if b.Err != nil {
-			a.log.Warn("not created", "object", b.Object.String(), "err", b.Err)
-		}
+		return err
 	}
 	if err := apply.MarkTablesReady(ctx, tgt, cfg.Job, pairs, tmp.ConsistentPoint); err != nil {
 		return err

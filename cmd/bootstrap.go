@@ -15,6 +15,7 @@ import (
 
 	"github.com/pgsync/pgsync/apply"
 	"github.com/pgsync/pgsync/catalog"
+	"github.com/pgsync/pgsync/config"
 	"github.com/pgsync/pgsync/metrics"
 	"github.com/pgsync/pgsync/pgconnect"
 	"github.com/pgsync/pgsync/replication"
@@ -109,16 +110,7 @@ func (a *app) bootstrap(ctx context.Context, sv *servers, force bool, progress *
 	if err != nil {
 		return err
 	}
-	// A rerun after an interruption no longer sees the tables it created
-	// as created: build whatever of every job table's objects is missing.
-	build := append(parents, created...)
-	if resuming {
-		build = nil
-		for i := range tables {
-			build = append(build, &tables[i])
-		}
-	}
-	objects, err := a.secondaryObjects(ctx, src, tgt, tables, build)
+	objects, err := a.secondaryObjects(ctx, src, tgt, tables, toBuild(tables, created, parents, resuming))
 	if err != nil {
 		return err
 	}
@@ -136,36 +128,9 @@ func (a *app) bootstrap(ctx context.Context, sv *servers, force bool, progress *
 	}
 	a.log.Info("slot created", "slot", n.Slot, "consistent_point", slot.ConsistentPoint.String(), "snapshot", slot.SnapshotName, "tables", len(tables))
 
-	stopDisplay := a.showCopyProgress(progress)
-	results, err := snapshot.Copy(ctx, snapshot.Options{
-		SourceURL:    cfg.SourceURL,
-		TargetURL:    cfg.TargetURL,
-		SnapshotName: slot.SnapshotName,
-		MaxParallel:  cfg.Tuning.MaxParallelCopies,
-		BufferSize:   cfg.Tuning.BufferSizeKB << 10,
-		RangeBytes:   int64(cfg.Tuning.CopyRangeMB) << 20,
-		// Every stream holds the snapshot now: the exporting connection
-		// has done its job.
-		Imported: func() { repl.Close(context.WithoutCancel(ctx)) },
-		Progress: progress,
-		Logger:   a.log,
-	}, tables)
-	stopDisplay()
+	results, built, failed, err := a.copyAndBuild(ctx, cfg, slot, tables, objects, progress, "rerun pgsync bootstrap to start over")
 	if err != nil {
-		return fmt.Errorf("copy (rerun pgsync bootstrap to start over): %w", err)
-	}
-	built, err := snapshot.BuildObjects(ctx, cfg.TargetURL, cfg.Tuning.MaxParallelCopies, objects)
-	if err != nil {
-		return fmt.Errorf("create indexes and constraints (rerun pgsync bootstrap to start over): %w", err)
-	}
-	var failed []string
-	for _, b := range built {
-		if b.Err != nil {
-			a.log.Warn("not created", "object", b.Object.String(), "err", b.Err)
-			failed = append(failed, b.Object.String())
-			continue
-		}
-		a.log.Info("created", "object", b.Object.String(), "seconds", fmt.Sprintf("%.2f", b.Elapsed.Seconds()))
+		return err
 	}
 	if err := apply.WriteProgress(ctx, tgt, apply.Progress{Job: cfg.Job, State: apply.StateReady, LSN: slot.ConsistentPoint}); err != nil {
 		return err
@@ -459,4 +424,58 @@ func (a *app) showCopyProgress(p *snapshot.Progress) func() {
 		}
 	}()
 	return func() { close(done); <-finished }
+}
+
+// toBuild returns the tables whose secondary objects to build: those just
+// created and their parents, or, on a rerun after an interruption (which
+// no longer sees the tables it created as created), every table, of which
+// whatever is missing is built.
+func toBuild(tables []catalog.Table, created, parents []*catalog.Table, rerun bool) []*catalog.Table {
+	if !rerun {
+		return append(parents, created...)
+	}
+	all := make([]*catalog.Table, len(tables))
+	for i := range tables {
+		all[i] = &tables[i]
+	}
+	return all
+}
+
+// copyAndBuild copies tables under slot's exported snapshot, closing the
+// exporting connection once every stream imported it, then builds objects
+// on the target, logging each. failed names the objects not built; remedy
+// ends the errors.
+func (a *app) copyAndBuild(ctx context.Context, cfg *config.Config, slot *replication.Slot, tables []catalog.Table, objects []catalog.Object,
+	progress *snapshot.Progress, remedy string) (results []snapshot.TableResult, built []snapshot.Built, failed []string, err error) {
+	stopDisplay := a.showCopyProgress(progress)
+	results, err = snapshot.Copy(ctx, snapshot.Options{
+		SourceURL:    cfg.SourceURL,
+		TargetURL:    cfg.TargetURL,
+		SnapshotName: slot.SnapshotName,
+		MaxParallel:  cfg.Tuning.MaxParallelCopies,
+		BufferSize:   cfg.Tuning.BufferSizeKB << 10,
+		RangeBytes:   int64(cfg.Tuning.CopyRangeMB) << 20,
+		// Every stream holds the snapshot now: the exporting connection
+		// has done its job.
+		Imported: func() { slot.Conn.Close(context.WithoutCancel(ctx)) },
+		Progress: progress,
+		Logger:   a.log,
+	}, tables)
+	stopDisplay()
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("copy (%s): %w", remedy, err)
+	}
+	built, err = snapshot.BuildObjects(ctx, cfg.TargetURL, cfg.Tuning.MaxParallelCopies, objects)
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("create indexes and constraints (%s): %w", remedy, err)
+	}
+	for _, b := range built {
+		if b.Err != nil {
+			a.log.Warn("not created", "object", b.Object.String(), "err", b.Err)
+			failed = append(failed, b.Object.String())
+			continue
+		}
+		a.log.Info("created", "object", b.Object.String(), "seconds", fmt.Sprintf("%.2f", b.Elapsed.Seconds()))
+	}
+	return results, built, failed, nil
 }

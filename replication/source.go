@@ -97,14 +97,18 @@ type Slot struct {
 // conn and exports its snapshot. The caller must keep conn open, doing
 // nothing else, until every copy has imported the snapshot.
 func CreateSlot(ctx context.Context, conn *pgconn.PgConn, n Names) (*Slot, error) {
-	res, err := pglogrepl.CreateReplicationSlot(ctx, conn, n.Slot, "pgoutput",
-		pglogrepl.CreateReplicationSlotOptions{Mode: pglogrepl.LogicalReplication, SnapshotAction: "EXPORT_SNAPSHOT"})
+	return createSlot(ctx, conn, n.Slot, false)
+}
+
+func createSlot(ctx context.Context, conn *pgconn.PgConn, name string, temporary bool) (*Slot, error) {
+	res, err := pglogrepl.CreateReplicationSlot(ctx, conn, name, "pgoutput",
+		pglogrepl.CreateReplicationSlotOptions{Temporary: temporary, Mode: pglogrepl.LogicalReplication, SnapshotAction: "EXPORT_SNAPSHOT"})
 	if err != nil {
-		return nil, fmt.Errorf("create replication slot %s: %w", n.Slot, err)
+		return nil, fmt.Errorf("create replication slot %s: %w", name, err)
 	}
 	lsn, err := pglogrepl.ParseLSN(res.ConsistentPoint)
 	if err != nil {
-		return nil, fmt.Errorf("create replication slot %s: consistent point %q: %w", n.Slot, res.ConsistentPoint, err)
+		return nil, fmt.Errorf("create replication slot %s: consistent point %q: %w", name, res.ConsistentPoint, err)
 	}
 	return &Slot{Conn: conn, SnapshotName: res.SnapshotName, ConsistentPoint: lsn}, nil
 }
@@ -114,16 +118,7 @@ func CreateSlot(ctx context.Context, conn *pgconn.PgConn, n Names) (*Slot, error
 // its consistent point's meaning, lasts as long as conn. add-tables copies
 // under it.
 func CreateTemporarySlot(ctx context.Context, conn *pgconn.PgConn, name string) (*Slot, error) {
-	res, err := pglogrepl.CreateReplicationSlot(ctx, conn, name, "pgoutput",
-		pglogrepl.CreateReplicationSlotOptions{Temporary: true, Mode: pglogrepl.LogicalReplication, SnapshotAction: "EXPORT_SNAPSHOT"})
-	if err != nil {
-		return nil, fmt.Errorf("create temporary replication slot %s: %w", name, err)
-	}
-	lsn, err := pglogrepl.ParseLSN(res.ConsistentPoint)
-	if err != nil {
-		return nil, fmt.Errorf("create temporary replication slot %s: consistent point %q: %w", name, res.ConsistentPoint, err)
-	}
-	return &Slot{Conn: conn, SnapshotName: res.SnapshotName, ConsistentPoint: lsn}, nil
+	return createSlot(ctx, conn, name, true)
 }
 
 // AddToPublication adds tables to the job's publication.

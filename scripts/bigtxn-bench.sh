@@ -22,8 +22,8 @@ settle bigtxn
 src_c0=$(children_cpu "$SRC_PORT") tgt_c0=$(children_cpu "$TGT_PORT")
 sampled_run bigtxn-pgsync "$PGSYNC" -c "$cfg" run --until-caught-up --log-every 1s
 sleep 1
-walsender_cpu=$(awk -v a="$src_c0" -v b="$(children_cpu "$SRC_PORT")" 'BEGIN { printf "%.2f", b - a }')
-backend_cpu=$(awk -v a="$tgt_c0" -v b="$(children_cpu "$TGT_PORT")" 'BEGIN { printf "%.2f", b - a }')
+walsender_cpu=$(cpu_delta "$SRC_PORT" "$src_c0")
+backend_cpu=$(cpu_delta "$TGT_PORT" "$tgt_c0")
 self_cpu=$(sed -n 's/.*msg=stopped.* cpu_s=\([0-9.]*\).*/\1/p' "$RESULTS/bigtxn-pgsync.log" | tail -1)
 secs=$run_secs rss_avg=$run_rss_avg rss_peak=$run_rss_peak cpu_avg=$run_cpu
 if "$PGSYNC" -c "$cfg" verify >"$RESULTS/bigtxn-verify.txt"; then match=true; else match=false; fi

@@ -58,7 +58,7 @@ floor() {
   t1=$(now)
   sleep 0.5
   printf -v "floor_secs_$2" %s "$(elapsed "$t0" "$t1")"
-  printf -v "floor_walsender_cpu_$2" %s "$(awk -v a="$c0" -v b="$(children_cpu "$SRC_PORT")" 'BEGIN { printf "%.2f", b - a }')"
+  printf -v "floor_walsender_cpu_$2" %s "$(cpu_delta "$SRC_PORT" "$c0")"
   printf -v "floor_self_cpu_$2" %s "$(sed -n 's/.*"cpu_seconds": \([0-9.]*\).*/\1/p' "$RESULTS/catchup-floor-$2.json")"
   psql_src catchup -c "SELECT pg_drop_replication_slot('$1')" >/dev/null
 }
@@ -92,8 +92,8 @@ commits0=$(val_tgt catchup "SELECT xact_commit FROM pg_stat_database WHERE datna
 # shellcheck disable=SC2086 # PGSYNC_RUN_FLAGS holds several flags
 sampled_run catchup-pgsync "$PGSYNC" -c "$cfg" run --until-caught-up --log-every 1s ${PGSYNC_RUN_FLAGS:-}
 sleep 1
-pg_walsender_cpu=$(awk -v a="$src_c0" -v b="$(children_cpu "$SRC_PORT")" 'BEGIN { printf "%.2f", b - a }')
-pg_backend_cpu=$(awk -v a="$tgt_c0" -v b="$(children_cpu "$TGT_PORT")" 'BEGIN { printf "%.2f", b - a }')
+pg_walsender_cpu=$(cpu_delta "$SRC_PORT" "$src_c0")
+pg_backend_cpu=$(cpu_delta "$TGT_PORT" "$tgt_c0")
 # Target transactions committed during the run (pgsync's groups, plus the
 # handful of psql sessions around it): what synchronous_commit costs.
 target_commits=$(( $(val_tgt catchup "SELECT xact_commit FROM pg_stat_database WHERE datname = current_database()") - commits0 ))
