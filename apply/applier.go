@@ -114,6 +114,11 @@ type relation struct {
 	// first tables): its changes in transactions committed before it are
 	// in the copy already.
 	copiedAt pglogrepl.LSN
+	// lastRowKey and lastRowStmt are the cache key and statement of the
+	// last single-row statement bound for the relation: a stream of
+	// deletes or key changes finds its statement without hashing the key.
+	lastRowKey  []byte
+	lastRowStmt *statement
 }
 
 // statement is a prepared statement of the target connection.
@@ -429,12 +434,15 @@ func identityTuple(c *pgoutput.Change) *pgoutput.Tuple {
 func (a *Applier) bindRow(rel *relation, c *pgoutput.Change) (st *statement, fresh bool, params [][]byte, n int64) {
 	k := a.statementKey(c.Op, rel, 1)
 	if c.Op == pgoutput.MsgUpdate {
-		a.setBuf = appendSetColumns(a.setBuf[:0], rel, c)
-		k = appendColumnMask(k, a.setBuf, len(rel.cols))
+		a.setBuf, k = appendSetColumns(a.setBuf[:0], k, rel, c)
 	}
 	k = append(k, 'r') // single-row form
 	a.keyBuf = k
-	st = a.stmts[string(k)]
+	if rel.lastRowStmt != nil && bytes.Equal(rel.lastRowKey, k) {
+		st = rel.lastRowStmt
+	} else {
+		st = a.stmts[string(k)]
+	}
 	if st == nil {
 		st = &statement{}
 		switch c.Op {
@@ -451,6 +459,9 @@ func (a *Applier) bindRow(rel *relation, c *pgoutput.Change) (st *statement, fre
 		}
 		a.addStatement(k, rel, st)
 		fresh = true
+	}
+	if st != rel.lastRowStmt {
+		rel.lastRowKey, rel.lastRowStmt = append(rel.lastRowKey[:0], k...), st
 	}
 	params = a.params[:0]
 	for _, i := range st.setCols {
@@ -480,61 +491,51 @@ func appendUint32(b []byte, v uint32) []byte {
 	return append(b, byte(v>>24), byte(v>>16), byte(v>>8), byte(v))
 }
 
-// appendColumnMask appends one bit per column of n: set when the column is
-// in cols.
-func appendColumnMask(k []byte, cols []int, n int) []byte {
-	start := len(k)
-	for i := 0; i < (n+7)/8; i++ {
-		k = append(k, 0)
-	}
-	for _, i := range cols {
-		k[start+i/8] |= 1 << (i % 8)
-	}
-	return k
-}
-
-// appendSetColumns appends the columns an UPDATE must set: those the
-// source sent (not unchanged TOAST) whose value may have changed. Identity
+// appendSetColumns appends to dst the columns an UPDATE must set, and to
+// mask one bit per column of the relation, set for each of them (the mask
+// goes into the statement's cache key). The columns are those the source
+// sent (not unchanged TOAST) whose value may have changed. Identity
 // columns are left out unless the source sent their old value and it
 // differs, GENERATED ALWAYS identity columns always (checkValues refuses a
 // change of one), and when the whole old row was sent, every column whose
 // value is the same. If that leaves nothing, the first column that can be
 // assigned is set to its (unchanged) value, so that the statement still
-// finds the row and fires the target's replica triggers.
-func appendSetColumns(dst []int, rel *relation, c *pgoutput.Change) []int {
-	start := len(dst)
-	for i, kind := range c.New.Kinds {
-		if kind == pgoutput.ValueUnchanged || rel.always[i] {
-			continue
-		}
-		if columnMayChange(rel, c, i) {
+// finds the row and fires the target's replica triggers. One pass, with
+// the kind of old row decided once: this runs for every UPDATE.
+func appendSetColumns(dst []int, mask []byte, rel *relation, c *pgoutput.Change) ([]int, []byte) {
+	start, maskStart := len(dst), len(mask)
+	for range (len(c.New.Kinds) + 7) / 8 {
+		mask = append(mask, 0)
+	}
+	bits := mask[maskStart:]
+	kinds, always := c.New.Kinds, rel.always[:len(c.New.Kinds)]
+	for i, kind := range kinds {
+		if kind != pgoutput.ValueUnchanged && !always[i] && columnMayChange(rel, c, i) {
 			dst = append(dst, i)
+			bits[i>>3] |= 1 << (i & 7)
 		}
 	}
 	if len(dst) > start {
-		return dst
+		return dst, mask
 	}
-	for i, kind := range c.New.Kinds {
-		if kind != pgoutput.ValueUnchanged && !rel.always[i] {
-			return append(dst, i)
+	for i, kind := range kinds {
+		if kind != pgoutput.ValueUnchanged && !always[i] {
+			bits[i>>3] |= 1 << (i & 7)
+			return append(dst, i), mask
 		}
 	}
-	return dst
+	return dst, mask
 }
 
 // columnMayChange reports whether column i may differ between the old and
-// the new row of an UPDATE, from what the source sent of the old row.
+// the new row of an UPDATE, from what the source sent of the old row: the
+// whole old row ('O'), its old key ('K'), or nothing, when the identity
+// did not change. Small enough to be inlined in the per-UPDATE loop.
 func columnMayChange(rel *relation, c *pgoutput.Change, i int) bool {
-	switch c.OldKind {
-	case 'O':
-		return c.Old.Kinds[i] != c.New.Kinds[i] || !bytes.Equal(c.Old.Values[i], c.New.Values[i])
-	case 'K':
-		if rel.isKey[i] {
-			return c.Old.Kinds[i] != c.New.Kinds[i] || !bytes.Equal(c.Old.Values[i], c.New.Values[i])
-		}
-		return true
+	if c.OldKind != 'O' && (c.OldKind != 'K' || !rel.isKey[i]) {
+		return !rel.isKey[i]
 	}
-	return !rel.isKey[i] // no old key: the identity did not change
+	return c.Old.Kinds[i] != c.New.Kinds[i] || !bytes.Equal(c.Old.Values[i], c.New.Values[i])
 }
 
 // addStatement names st and caches it under key.

@@ -79,8 +79,7 @@ func (a *Applier) addToRun(rel *relation, c *pgoutput.Change) (joined, full bool
 	r := &a.run
 	var keyHash uint64
 	if c.Op == pgoutput.MsgUpdate {
-		a.setBuf = appendSetColumns(a.setBuf[:0], rel, c)
-		r.maskBuf = appendColumnMask(r.maskBuf[:0], a.setBuf, len(rel.cols))
+		a.setBuf, r.maskBuf = appendSetColumns(a.setBuf[:0], r.maskBuf[:0], rel, c)
 		keyHash = a.keyHash(rel, &c.New)
 	}
 	if r.rows > 0 {
@@ -254,31 +253,32 @@ func appendCopyRows(dst []byte, values [][]byte, width int) []byte {
 		if v == nil {
 			dst = append(dst, '\\', 'N')
 		} else {
-			for len(v) > 0 {
-				j := bytes.IndexAny(v, "\\\t\n\r")
-				if j < 0 {
-					dst = append(dst, v...)
-					break
-				}
-				dst = append(dst, v[:j]...)
-				switch v[j] {
-				case '\\':
-					dst = append(dst, '\\', '\\')
-				case '\t':
-					dst = append(dst, '\\', 't')
-				case '\n':
-					dst = append(dst, '\\', 'n')
-				case '\r':
-					dst = append(dst, '\\', 'r')
-				}
-				v = v[j+1:]
-			}
+			dst = appendCopyValue(dst, v)
 		}
 		if i%width == width-1 {
 			dst = append(dst, '\n')
 		}
 	}
 	return dst
+}
+
+// copyEscapes maps each byte COPY's text format escapes to the letter that
+// follows the backslash.
+var copyEscapes = [256]byte{'\\': '\\', '\t': 't', '\n': 'n', '\r': 'r'}
+
+// appendCopyValue appends v escaped. One pass with a table: values are
+// short, and searching for each special byte apart cost more
+// (scripts/hotpath-bench.sh, insert).
+func appendCopyValue(dst, v []byte) []byte {
+	start := 0
+	for j, b := range v {
+		if e := copyEscapes[b]; e != 0 {
+			dst = append(dst, v[start:j]...)
+			dst = append(dst, '\\', e)
+			start = j + 1
+		}
+	}
+	return append(dst, v[start:]...)
 }
 
 // clearRun empties the run, dropping its references to message buffers.
