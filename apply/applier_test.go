@@ -239,27 +239,33 @@ func TestCheckValuesRejectsWhatCannotBeApplied(t *testing.T) {
 
 // BenchmarkDecodeAndBind is the per-row hot path without the network:
 // decode the pgoutput message, add the row to its run (or bind its own
-// statement), and encode what goes on the wire when a run is full: a Bind
-// message, or COPY data for a long run of INSERTs. allocs/op is the figure later changes must not make worse
-// (docs/benchmarks.md).
+// statement), and encode what goes on the wire for the run, as flushRun
+// does: Bind messages of at most maxRunRows rows ("insert": a run shorter
+// than copyMinRows; UPDATE and DELETE runs), or COPY data for a long run
+// of INSERTs ("insert_copy"). allocs/op is the figure later changes must
+// not make worse (docs/benchmarks.md).
 func BenchmarkDecodeAndBind(b *testing.B) {
 	row := []ot.Value{ot.T("123456"), ot.T("customer-123456-some-descriptive-text-to-pad-the-row-out"), ot.T("4242")}
 	cases := []struct {
 		name string
 		msg  func(i int) []byte
+		// flushAt is the run length sent: the statement path's maxRunRows,
+		// or a full COPY run.
+		flushAt int
 	}{
-		{"insert", func(int) []byte { return ot.Insert(1, row) }},
+		{"insert", func(int) []byte { return ot.Insert(1, row) }, maxRunRows},
+		{"insert_copy", func(int) []byte { return ot.Insert(1, row) }, maxCopyRows},
 		{"update", func(i int) []byte {
 			return ot.Update(1, 0, nil, []ot.Value{ot.T(fmt.Sprint(100000 + i)), row[1], row[2]})
-		}},
+		}, maxRunRows},
 		{"update_toast_unchanged", func(i int) []byte {
 			return ot.Update(1, 0, nil, []ot.Value{ot.T(fmt.Sprint(100000 + i)), ot.Unchanged, row[2]})
-		}},
-		{"update_key_change", func(int) []byte { return ot.Update(1, 'K', []ot.Value{ot.T("1"), ot.Null, ot.Null}, row) }},
+		}, maxRunRows},
+		{"update_key_change", func(int) []byte { return ot.Update(1, 'K', []ot.Value{ot.T("1"), ot.Null, ot.Null}, row) }, maxRunRows},
 		{"delete", func(i int) []byte {
 			return ot.Delete(1, 'K', []ot.Value{ot.T(fmt.Sprint(100000 + i)), ot.Null, ot.Null})
-		}},
-		{"delete_full", func(int) []byte { return ot.Delete(2, 'O', []ot.Value{ot.T("42"), ot.T(`{"k": "v"}`)}) }},
+		}, maxRunRows},
+		{"delete_full", func(int) []byte { return ot.Delete(2, 'O', []ot.Value{ot.T("42"), ot.T(`{"k": "v"}`)}) }, maxRunRows},
 	}
 	for _, bc := range cases {
 		// Distinct keys, as a real stream has: 64 messages cycled.
@@ -279,8 +285,7 @@ func BenchmarkDecodeAndBind(b *testing.B) {
 				}
 			}
 			i := 0
-			b.ReportAllocs()
-			for b.Loop() {
+			step := func() {
 				if err := pgoutput.DecodeChange(msgs[i%len(msgs)], &c); err != nil {
 					b.Fatal(err)
 				}
@@ -289,15 +294,13 @@ func BenchmarkDecodeAndBind(b *testing.B) {
 				if !runnable(rel, &c) {
 					st, _, params, _ := a.bindRow(rel, &c)
 					encode(st.name, params)
-					continue
+					return
 				}
 				joined, full := a.addToRun(rel, &c)
 				if !joined {
 					b.Fatal("row did not join the run")
 				}
-				if full {
-					// What flushRun sends: a long INSERT run as COPY
-					// data, any other run as one statement.
+				if full || a.run.rows >= bc.flushAt {
 					if a.run.op == pgoutput.MsgInsert && a.run.rows >= copyMinRows {
 						copyData = appendCopyRows(copyData[:0], a.run.params, len(rel.cols))
 					} else {
@@ -306,6 +309,15 @@ func BenchmarkDecodeAndBind(b *testing.B) {
 					}
 					a.clearRun()
 				}
+			}
+			// One full run first: the buffers reach their working size
+			// before the timer starts, as they do early in a stream.
+			for range bc.flushAt {
+				step()
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				step()
 			}
 		})
 	}
@@ -343,6 +355,54 @@ func TestAppendCopyRows(t *testing.T) {
 	want := "1\ta\\\\b\t\\N\n2\t\ttab\\there\\nnl\\rcr\n"
 	if got != want {
 		t.Errorf("appendCopyRows = %q, want %q", got, want)
+	}
+}
+
+// TestAppendCopyValueMatchesBytewise checks the eight-bytes-at-a-time
+// path against the plain rule, with every special byte at every position
+// of values longer than a word, next to bytes from all of 0..255.
+func TestAppendCopyValueMatchesBytewise(t *testing.T) {
+	plain := func(v []byte) string {
+		var b strings.Builder
+		for _, c := range v {
+			switch c {
+			case '\\':
+				b.WriteString(`\\`)
+			case '\t':
+				b.WriteString(`\t`)
+			case '\n':
+				b.WriteString(`\n`)
+			case '\r':
+				b.WriteString(`\r`)
+			default:
+				b.WriteByte(c)
+			}
+		}
+		return b.String()
+	}
+	for n := 0; n <= 33; n++ {
+		for pos := 0; pos < n; pos++ {
+			for _, special := range []byte{'\\', '\t', '\n', '\r', 0x0d, 0x0e, 0x5b, 0x5d, 0x80, 0xdc, 0xff, 0x00} {
+				v := make([]byte, n)
+				for i := range v {
+					v[i] = byte('a' + i%26)
+					if i%7 == 3 {
+						v[i] = byte(0x80 + i) // UTF-8 continuation-like bytes
+					}
+				}
+				v[pos] = special
+				if got, want := string(appendCopyValue(nil, v)), plain(v); got != want {
+					t.Fatalf("%q: got %q, want %q", v, got, want)
+				}
+			}
+		}
+	}
+	all := make([]byte, 256)
+	for i := range all {
+		all[i] = byte(i)
+	}
+	if got, want := string(appendCopyValue(nil, all)), plain(all); got != want {
+		t.Fatalf("bytes 0..255: got %q, want %q", got, want)
 	}
 }
 
