@@ -120,8 +120,10 @@ func (a *Applier) addToRun(rel *relation, c *pgoutput.Change) (joined, full bool
 	if c.Op == pgoutput.MsgInsert && len(rel.cols) > 0 {
 		return true, r.rows >= maxCopyRows || r.bytes >= maxCopyBytes
 	}
-	perRow := len(r.params) / r.rows
-	return true, r.rows >= maxRunRows || len(r.params)+perRow > 65535
+	// Another row would pass the protocol's 65535 parameters. A row has at
+	// most len(r.params) of them, so under half that there is room, and
+	// the per-row division is left out of the common case.
+	return true, r.rows >= maxRunRows || len(r.params) > 65535/2 && len(r.params)+r.width() > 65535
 }
 
 func (r *rowRun) add(vals ...[]byte) {
