@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/maphash"
+	"log/slog"
 	"slices"
 	"strconv"
 	"strings"
@@ -37,6 +38,9 @@ type Options struct {
 	Prepared *atomic.Int64
 	// Metrics, when set, counts rows by table and times target commits.
 	Metrics *metrics.Apply
+	// Logger receives the pause for a table being added; slog.Default()
+	// when nil.
+	Logger *slog.Logger
 }
 
 // flushEvery is how many queued statements go to the server in one write
@@ -64,7 +68,6 @@ type Applier struct {
 	opts Options
 
 	relations map[uint32]*relation
-	added     map[string]AddedTable // tables add-tables added, by schema.name
 	stmts     map[string]*statement
 	stmtSeq   int
 	keyBuf    []byte
@@ -189,16 +192,78 @@ func (a *Applier) ResumeLSN(ctx context.Context) (pglogrepl.LSN, error) {
 	if err := addProgressColumns(ctx, a.conn); err != nil {
 		return 0, err
 	}
-	if a.added, err = ReadAddedTables(ctx, a.conn, a.opts.Job); err != nil {
+	if err := a.awaitAddedTables(ctx); err != nil {
 		return 0, err
-	}
-	for _, t := range a.added {
-		if t.State != TableReady {
-			return 0, fmt.Errorf("job %s: table %s.%s is being added (pgsync.tables state %q): rerun pgsync add-tables", a.opts.Job, t.Schema, t.Name, t.State)
-		}
 	}
 	return p.LSN, nil
 }
+
+// addedTablesPoll is how often a paused run looks at pgsync.tables, and
+// addedTablesLogEvery how often it says it is still waiting.
+const (
+	addedTablesPoll     = time.Second
+	addedTablesLogEvery = 30 * time.Second
+)
+
+// awaitAddedTables waits while pgsync add-tables is copying a table of the
+// job: the stream cannot pass that table's first change until the copy is
+// on the target (TableBeingAddedError), and nothing holds the target or
+// the slot meanwhile.
+func (a *Applier) awaitAddedTables(ctx context.Context) error {
+	log := a.opts.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	began := time.Now()
+	var lastLog time.Time
+	for {
+		added, err := ReadAddedTables(ctx, a.conn, a.opts.Job)
+		if err != nil {
+			return err
+		}
+		var copying []string
+		for name, t := range added {
+			if t.State == TableCopying {
+				copying = append(copying, name)
+			}
+		}
+		if len(copying) == 0 {
+			if !lastLog.IsZero() {
+				log.Info("resumed: the added tables are copied", "job", a.opts.Job, "paused_s", fmt.Sprintf("%.1f", time.Since(began).Seconds()))
+			}
+			return nil
+		}
+		if time.Since(lastLog) >= addedTablesLogEvery {
+			slices.Sort(copying)
+			log.Info("paused: waiting for pgsync add-tables to copy tables (if no add-tables is running, rerun it to finish them)",
+				"job", a.opts.Job, "tables", strings.Join(copying, ", "), "paused_s", fmt.Sprintf("%.0f", time.Since(began).Seconds()))
+			lastLog = time.Now()
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(addedTablesPoll):
+		}
+	}
+}
+
+// TableBeingAddedError ends a session at the first message of a table that
+// pgsync add-tables is still copying: its changes can only go on top of
+// the copy. Nothing of the open group is committed; the next session
+// waits for the copy (awaitAddedTables) and resumes from the durable
+// position.
+type TableBeingAddedError struct {
+	Job, Table string
+	LSN        pglogrepl.LSN // the source transaction that reached the table
+}
+
+func (e *TableBeingAddedError) Error() string {
+	return fmt.Sprintf("job %s: table %s, reached at %s, is being copied by pgsync add-tables: run pauses until the copy is done", e.Job, e.Table, e.LSN)
+}
+
+// Pause marks the end of the session as intended: replication.Run starts
+// the next one at once instead of treating it as a failure.
+func (e *TableBeingAddedError) Pause() {}
 
 // Begin opens a target transaction unless one is already open for the group.
 func (a *Applier) Begin(ctx context.Context, b pgoutput.Begin) error {
@@ -262,7 +327,16 @@ func (a *Applier) Relation(ctx context.Context, r *pgoutput.Relation) error {
 			pgoutput.MsgDelete: m.RowCounter(r.String(), "delete"),
 		}
 	}
-	rel.copiedAt = a.added[r.String()].CopiedLSN
+	// Read now, not at the session's start: add-tables may have added the
+	// table since, and its copy point decides which changes to skip.
+	added, err := ReadAddedTables(ctx, a.conn, a.opts.Job)
+	if err != nil {
+		return a.fail(ctx, err)
+	}
+	if t := added[r.String()]; t.State == TableCopying {
+		return a.fail(ctx, &TableBeingAddedError{Job: a.opts.Job, Table: r.String(), LSN: a.sourceLSN})
+	}
+	rel.copiedAt = added[r.String()].CopiedLSN
 	a.relations[r.ID] = rel
 	return nil
 }

@@ -140,8 +140,8 @@ func progressTableExists(ctx context.Context, conn *pgx.Conn) (bool, error) {
 
 // Added-table states in pgsync.tables.
 const (
-	// TableCopying marks a table add-tables is copying: run refuses to
-	// start until add-tables finishes it.
+	// TableCopying marks a table add-tables is copying: run pauses at the
+	// table's first change until add-tables finishes it.
 	TableCopying = "copying"
 	// TableReady marks a table copied at CopiedLSN: run applies its
 	// changes from transactions committed at or after it.

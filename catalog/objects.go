@@ -16,6 +16,12 @@ type Object struct {
 	SQL   string
 	// References is the table a foreign key points to, as schema.name.
 	References string
+	// Validate, when set, runs after SQL: a foreign key is added NOT VALID
+	// and validated apart. The ADD then holds its SHARE ROW EXCLUSIVE lock
+	// on the referenced table only for a moment, and the scan runs under
+	// VALIDATE's weaker locks, so a running pgsync run keeps writing the
+	// referenced table while add-tables builds the key.
+	Validate string
 }
 
 // String names the object for the operator.
@@ -64,6 +70,11 @@ ORDER BY 1, 2`, t.Ident())
 			o.SQL = strings.Replace(def, " ON ONLY ", " ON ", 1)
 		} else {
 			o.SQL = fmt.Sprintf("ALTER TABLE %s ADD CONSTRAINT %s %s", t.Ident(), QuoteIdent(o.Name), def)
+			// A key NOT VALID on the source stays so.
+			if o.Kind == "foreign key" && !strings.HasSuffix(def, " NOT VALID") {
+				o.SQL += " NOT VALID"
+				o.Validate = fmt.Sprintf("ALTER TABLE %s VALIDATE CONSTRAINT %s", t.Ident(), QuoteIdent(o.Name))
+			}
 		}
 		objs = append(objs, o)
 	}

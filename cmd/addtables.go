@@ -22,13 +22,17 @@ func (a *app) addTablesCmd() *cobra.Command {
 		Use:   "add-tables",
 		Short: "Add to a bootstrapped job the tables job.tables now matches, without starting over",
 		Long: `add-tables adds the tables that job.tables matches and the job's publication
-lacks. With pgsync run stopped, it checks them, creates the missing ones on
-the target, adds them to the publication, copies them under a snapshot
-taken after that (a temporary slot's), and records that snapshot's
-position for each in pgsync.tables: run then applies their changes from
-transactions committed after the copy, exactly once, and the job's other
-tables carry on from where run stopped. The pause is the time add-tables
-takes; it says how long.
+lacks, while pgsync run keeps running (or while it is stopped). It checks
+them, creates the missing ones on the target, adds them to the
+publication, copies them under a snapshot taken after that (a temporary
+slot's), and records that snapshot's position for each in pgsync.tables.
+
+run applies their changes from transactions committed after the copy,
+exactly once. The job's other tables keep streaming until run reaches the
+first change of an added table; run then pauses (it logs "pausing" and,
+when the copy is done, "resumed" with the seconds paused) and carries on
+from where it was. The pause is at most as long as add-tables, which
+prints how long it took.
 
 Published tables that job.tables no longer matches are listed, never
 dropped. An interrupted add-tables is finished by running it again.`,
@@ -55,11 +59,8 @@ func (a *app) addTables(ctx context.Context, sv *servers) error {
 	if err != nil {
 		return err
 	}
-	switch {
-	case !slot.Exists:
+	if !slot.Exists {
 		return withSlotRemedy(fmt.Errorf("job %s: %w", cfg.Job, replication.ErrSlotMissing))
-	case slot.Active:
-		return failf(ExitFailed, "slot %s is in use: stop pgsync run first (it resumes where it stopped once add-tables is done)", n.Slot)
 	}
 
 	published, err := replication.PublishedTables(ctx, src, n.Publication)
@@ -125,8 +126,8 @@ func (a *app) addTables(ctx context.Context, sv *servers) error {
 	for i, t := range fresh {
 		pairs[i] = [2]string{t.Schema, t.Name}
 	}
-	// Recorded before anything changes on the source: run refuses to start
-	// while a table is half added.
+	// Recorded before the source publishes the tables: a running run
+	// pauses at a table's first change until the copy is recorded below.
 	if err := apply.MarkTablesCopying(ctx, tgt, cfg.Job, pairs); err != nil {
 		return err
 	}
@@ -172,7 +173,7 @@ func (a *app) addTables(ctx context.Context, sv *servers) error {
 	}
 	secs := time.Since(began).Seconds()
 	a.log.Info("tables added", "job", cfg.Job, "tables", strings.Join(names, ", "), "copied_at", tmp.ConsistentPoint.String(), "seconds", fmt.Sprintf("%.2f", secs))
-	fmt.Fprintf(a.stdout, "added %d tables to job %s (%s): %d rows, %s copied at %s; add-tables took %.1fs, during which pgsync run had to stay stopped: start it again\n",
+	fmt.Fprintf(a.stdout, "added %d tables to job %s (%s): %d rows, %s copied at %s; add-tables took %.1fs: a running pgsync run paused at most that long, from the first change of an added table (its log says how long)\n",
 		len(results), cfg.Job, strings.Join(names, ", "), rows, humanize.IBytes(uint64(bytes)), tmp.ConsistentPoint, secs)
 	if len(gone) > 0 {
 		fmt.Fprintf(a.stdout, "still replicated though no longer matched by job.tables: %s\n", strings.Join(gone, ", "))

@@ -72,7 +72,7 @@ func (a *app) runCmd() *cobra.Command {
 				UntilCaughtUp: untilCaughtUp,
 				ProgressEvery: logEvery,
 			}
-			applyOpts := apply.Options{Job: cfg.Job, MaxBatchRows: cfg.Tuning.MaxBatchRows, MaxBatchBytes: cfg.Tuning.MaxBatchBytes, Prepared: &stats.Prepared}
+			applyOpts := apply.Options{Job: cfg.Job, MaxBatchRows: cfg.Tuning.MaxBatchRows, MaxBatchBytes: cfg.Tuning.MaxBatchBytes, Prepared: &stats.Prepared, Logger: a.log}
 			if metricsAddr != "" {
 				reg := metrics.NewRegistry()
 				applyOpts.Metrics = metrics.NewApply(reg)

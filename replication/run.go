@@ -79,6 +79,13 @@ func Run(ctx context.Context, opts RunOptions, openTarget func(context.Context) 
 			log.Info("stopped", "slot", opts.Slot, "txns", opts.Stats.Txns.Load(), "rows", opts.Stats.Rows.Load(), "cpu_s", cpuSeconds())
 			return nil
 		}
+		// A Target ends a session on purpose (a table being added): the
+		// next session starts at once, and its ResumeLSN waits.
+		var pause interface{ Pause() }
+		if errors.As(err, &pause) {
+			log.Info("pausing", "slot", opts.Slot, "reason", err.Error())
+			continue
+		}
 		// A server that is unreachable at start is a configuration problem
 		// to report at once; one that goes away later is waited for.
 		if !streamed || !Transient(err) {

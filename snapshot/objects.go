@@ -59,6 +59,9 @@ func buildPhase(ctx context.Context, targetURL string, workers int, objs []catal
 			for i := range work {
 				began := time.Now()
 				_, err := conn.Exec(gctx, objs[i].SQL)
+				if err == nil && objs[i].Validate != "" {
+					_, err = conn.Exec(gctx, objs[i].Validate)
+				}
 				out[i] = Built{Object: objs[i], Elapsed: time.Since(began)}
 				if err != nil {
 					out[i].Err = fmt.Errorf("create %s: %w", &objs[i], err)

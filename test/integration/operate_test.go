@@ -401,11 +401,13 @@ GRANT SET ON PARAMETER session_replication_role TO %[1]s;`, tgtRole, e.db))
 // snapshot, run resumes, and everything ends identical. A table that no
 // longer matches is reported and kept; a half-added table stops run.
 func TestAddTablesWhileWriting(t *testing.T) {
+	// events is large enough that its copy outlasts the first change run
+	// streams for it once it is published: run must pause.
 	e := newEnv(t, `CREATE TABLE acct (id int PRIMARY KEY, balance bigint NOT NULL);
 INSERT INTO acct SELECT g, 1000 FROM generate_series(1, 50000) g;
 CREATE TABLE ledger (id bigserial PRIMARY KEY, acct int, delta bigint);
 CREATE TABLE events (id bigserial PRIMARY KEY, n int NOT NULL, note text);
-INSERT INTO events (n, note) SELECT g, 'before' FROM generate_series(1, 20000) g;`, "")
+INSERT INTO events (n, note) SELECT g, 'before ' || repeat(md5(g::text), 4) FROM generate_series(1, 300000) g;`, "")
 	setTables := func(patterns string) {
 		cfg, _ := os.ReadFile(e.cfgPath)
 		lines := strings.Split(string(cfg), "\n")
@@ -429,22 +431,24 @@ INSERT INTO events (n, note) SELECT g, 'before' FROM generate_series(1, 20000) g
 		if _, err := tx.Exec(ctx, "INSERT INTO events (n, note) VALUES ($1, 'during')", rnd.Intn(1000)); err != nil {
 			return err
 		}
-		_, err := tx.Exec(ctx, "UPDATE events SET n = n + 1 WHERE id = $1", rnd.Intn(20000)+1)
+		_, err := tx.Exec(ctx, "UPDATE events SET n = n + 1 WHERE id = $1", rnd.Intn(300000)+1)
 		return err
 	})
 	time.Sleep(2 * time.Second)
 
-	// The hand-off: stop run, add the table, start run again.
-	_ = bg.cmd.Process.Signal(syscall.SIGTERM)
-	if code := bg.wait(t, 20*time.Second); code != 0 {
-		t.Fatalf("run after SIGTERM: exit %d\n%s", code, bg.stderr.String())
-	}
+	// The hand-off, with run running: it streams the old tables, pauses
+	// at the first change of events, and resumes once the copy is there.
 	setTables(`["public.acct", "public.ledger", "public.events"]`)
 	r := e.mustPgsync("add-tables")
 	if !strings.Contains(r.stdout, "added 1 tables to job "+e.job+" (public.events)") || !strings.Contains(r.stdout, "add-tables took") {
 		t.Errorf("add-tables:\n%s", r.stdout)
 	}
-	bg = e.start("run")
+	eventually(t, 30*time.Second, "run resumes after the copy", func() bool {
+		return strings.Contains(bg.stderr.String(), "resumed: the added tables are copied")
+	})
+	if log := bg.stderr.String(); !strings.Contains(log, "pausing") || !strings.Contains(log, "is being copied by pgsync add-tables") {
+		t.Errorf("run did not say why it paused:\n%s", log)
+	}
 	time.Sleep(2 * time.Second)
 	cancel()
 	if transfers.wait(t) == 0 || events.wait(t) == 0 {
@@ -473,14 +477,21 @@ INSERT INTO events (n, note) SELECT g, 'before' FROM generate_series(1, 20000) g
 	e.catchUp()
 	e.mustVerify()
 
-	// A half-added table stops run until add-tables finishes it.
+	// A run started while a table is half added waits for add-tables to
+	// finish it, then goes on.
 	e.tgtExec("UPDATE pgsync.tables SET state = 'copying' WHERE table_name = 'events'")
-	if r := e.pgsync("run", "--until-caught-up"); r.code != 1 || !strings.Contains(r.stderr, "rerun pgsync add-tables") {
-		t.Errorf("run with a half-added table: exit %d\n%s", r.code, r.stderr)
+	e.srcExec("UPDATE events SET note = 'after' WHERE id < 100")
+	bg = e.start("run", "--until-caught-up")
+	eventually(t, 20*time.Second, "run waits for the half-added table", func() bool {
+		return strings.Contains(bg.stderr.String(), "paused: waiting for pgsync add-tables")
+	})
+	if !strings.Contains(bg.stderr.String(), "public.events") {
+		t.Errorf("the waiting run does not name the table:\n%s", bg.stderr.String())
 	}
 	setTables(`["public.acct", "public.ledger", "public.events"]`)
 	e.mustPgsync("add-tables")
-	e.srcExec("UPDATE events SET note = 'after' WHERE id < 100")
-	e.catchUp()
+	if code := bg.wait(t, 30*time.Second); code != 0 {
+		t.Fatalf("run --until-caught-up after add-tables finished: exit %d\n%s", code, bg.stderr.String())
+	}
 	e.mustVerify()
 }
