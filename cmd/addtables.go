@@ -20,7 +20,7 @@ import (
 func (a *app) addTablesCmd() *cobra.Command {
 	return &cobra.Command{
 		Use:   "add-tables",
-		Short: "Add to a bootstrapped job the tables job.tables now matches, without starting over",
+		Short: "Add the tables job.tables now matches to a running job, without starting over",
 		Long: `add-tables adds the tables that job.tables matches and the job's publication
 lacks, while pgsync run keeps running (or while it is stopped). It checks
 them, creates the missing ones on the target, adds them to the
@@ -35,7 +35,9 @@ from where it was. The pause is at most as long as add-tables, which
 prints how long it took.
 
 Published tables that job.tables no longer matches are listed, never
-dropped. An interrupted add-tables is finished by running it again.`,
+dropped. An interrupted add-tables is finished by running it again.
+
+Exit status: 0 the tables are added (or none is new), 1 otherwise.`,
 		Args: cobra.NoArgs,
 		RunE: a.withServers(func(ctx context.Context, sv *servers) error {
 			return a.addTables(ctx, sv)

@@ -28,7 +28,23 @@ func (a *app) bootstrapCmd() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "bootstrap",
 		Short: "Check, create the publication and slot, create missing target tables and copy every table",
-		Args:  cobra.NoArgs,
+		Long: `bootstrap starts a job. It runs the checks of pgsync check and stops on a
+FAIL; creates the publication pgsync_<job> and the logical slot
+pgsync_<job> (pgoutput) with an exported snapshot; creates each target
+table the target lacks, with the types, sequences and partitioned parents
+it needs; copies every table with max_parallel_copies COPY streams that
+all read under that one snapshot (a large table in block ranges); builds
+the created tables' indexes and constraints after the copy; and records
+the slot's consistent point in pgsync.progress on the target, where
+pgsync run starts.
+
+Existing target tables must have every source column with the same type
+and be empty. A job that is already bootstrapped is refused; --force tears
+it down, empties its target tables and starts over. An interrupted
+bootstrap is started over by the next one.
+
+Exit status: 0 bootstrapped, 1 otherwise.`,
+		Args: cobra.NoArgs,
 		RunE: a.withServers(func(ctx context.Context, sv *servers) error {
 			progress := &snapshot.Progress{}
 			if metricsAddr != "" {

@@ -56,7 +56,11 @@ default_transaction_read_only = on and ends that role's sessions on the
 source database, so that its reconnections can read but not write. Undo it
 with pgsync cutover --unlock-source ROLE (ALTER ROLE ROLE RESET
 default_transaction_read_only). Without --lock-source, writes that arrive
-on the source after the wait are not on the target: stop them first.`,
+on the source after the wait are not on the target: stop them first.
+
+Exit status: 0 the target has everything and verify says identical (the
+report says so), 1 the lag is over --max-lag, the wait timed out, a table
+differs, or an error.`,
 		Args: cobra.NoArgs,
 		RunE: a.withServers(func(ctx context.Context, sv *servers) error {
 			if len(unlockRoles) > 0 {

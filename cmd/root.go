@@ -58,8 +58,22 @@ func Execute(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		logFormat = "auto"
 	}
 	root := &cobra.Command{
-		Use:           "pgsync",
-		Short:         "Keep a target PostgreSQL in sync with a source through logical replication",
+		Use:   "pgsync",
+		Short: "Keep a target PostgreSQL in sync with a source through logical replication",
+		Long: `pgsync keeps a target PostgreSQL database in sync with a source database
+through logical replication, to move a database with a short switch-over.
+Every command reads the job from the configuration file (-c, default
+pgsync.toml; keys in docs/reference.md).
+
+A move, in order:
+  pgsync check        read-only preflight: OK, WARN or FAIL with the fix
+  pgsync bootstrap    publication, slot, missing target tables, parallel copy
+  pgsync run          stream and apply every change exactly once (a service)
+  pgsync status       lag in bytes and seconds, retained WAL
+  pgsync cutover      wait for the target, set sequences, verify, report
+
+Exit status: 0 success, 1 the command failed (one line on stderr says why),
+2 a bad flag or configuration. Passwords are never printed.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}

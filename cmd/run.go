@@ -27,7 +27,23 @@ func (a *app) runCmd() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "run",
 		Short: "Stream changes from the slot and apply them to the target, exactly once",
-		Args:  cobra.NoArgs,
+		Long: `run streams the job's slot from the position recorded in pgsync.progress
+and applies each source transaction, in commit order, through one target
+connection. The target transaction that applies it also moves the
+position, so a crash at any instant loses nothing and applies nothing
+twice. It reports its position to the source only when it changes.
+
+run reconnects with backoff (1 s doubling to 10 s) when a server goes away
+after the stream started, and after a serialization failure or deadlock
+on the target. An error in the data (a diverged row, a constraint the
+target has, a missing column) stops it with the table, the source LSN and
+the server's message; nothing of the failing transaction is committed.
+When pgsync add-tables copies a table, run pauses at that table's first
+change until the copy is done. SIGINT or SIGTERM stops it within 10 s.
+
+Exit status: 0 stopped by a signal or caught up (--until-caught-up), 1 an
+error.`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg, err := a.loadConfig()
 			if err != nil {

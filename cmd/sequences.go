@@ -21,7 +21,10 @@ sequences of the job's tables (serial and identity columns, and sequences
 named in column defaults) stay where bootstrap left them. sequences sets
 each one that is behind to its value on the source, and never moves one
 backwards. Run it (or cutover, which runs it) before the application writes
-to the target.`,
+to the target.
+
+Exit status: 0 every sequence is at or past the source's value, 1 a
+sequence is missing on the target (named) or an error.`,
 		Args: cobra.NoArgs,
 		RunE: a.withServers(func(ctx context.Context, sv *servers) error {
 			tables, err := jobTables(ctx, sv.cfg, sv.src)

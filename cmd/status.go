@@ -51,7 +51,16 @@ func (a *app) statusCmd() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "status",
 		Short: "Show the slot, the applied position and the lag",
-		Args:  cobra.NoArgs,
+		Long: `status shows the job's state, its slot (present, active, invalidated), the
+position confirmed to the source and applied on the target, the lag in
+bytes and in seconds, the WAL the slot retains and how much more the
+source allows (max_slot_wal_keep_size), with a warning past half of it.
+--json prints the same as one object (keys in docs/reference.md).
+
+Exit status: 0 when both servers answered (a job not bootstrapped, or a
+slot missing or invalidated, is shown under state and problem, with the
+remedy), 1 when a server cannot be reached.`,
+		Args: cobra.NoArgs,
 		RunE: a.withServers(func(ctx context.Context, sv *servers) error {
 			cfg, src, tgt := sv.cfg, sv.src, sv.tgt
 			n := names(cfg)
@@ -138,7 +147,7 @@ func (a *app) statusCmd() *cobra.Command {
 			return nil
 		}),
 	}
-	c.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	c.Flags().BoolVar(&asJSON, "json", false, "print the status as one JSON object")
 	return c
 }
 

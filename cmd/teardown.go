@@ -14,7 +14,13 @@ func (a *app) teardownCmd() *cobra.Command {
 	return &cobra.Command{
 		Use:   "teardown",
 		Short: "Drop the slot and publication on the source and the job's progress on the target",
-		Args:  cobra.NoArgs,
+		Long: `teardown ends a job: it drops the slot and the publication on the source
+and the job's rows in pgsync.progress and pgsync.tables on the target.
+The target tables and their rows are kept. It is safe to run twice, and it
+refuses while pgsync run holds the slot.
+
+Exit status: 0 torn down (or nothing left to drop), 1 otherwise.`,
+		Args: cobra.NoArgs,
 		RunE: a.withServers(func(ctx context.Context, sv *servers) error {
 			cfg, src, tgt := sv.cfg, sv.src, sv.tgt
 			n := names(cfg)

@@ -15,7 +15,9 @@ func (a *app) versionCmd() *cobra.Command {
 	return &cobra.Command{
 		Use:   "version",
 		Short: "Print the version",
-		Args:  cobra.NoArgs,
+		Long: `version prints pgsync's version, the commit it was built from and the Go
+version.`,
+		Args: cobra.NoArgs,
 		RunE: func(*cobra.Command, []string) error {
 			rev := "unknown"
 			if info, ok := debug.ReadBuildInfo(); ok {
