@@ -273,10 +273,19 @@ ORDER BY a.attnum`, t.Schema, t.Name)
 	return nil
 }
 
+// PrimaryKeyAfterCopy reports whether t's primary key is built after its
+// rows are copied (SecondaryObjects) rather than created with the table:
+// true for a table with a primary key that is neither partitioned nor a
+// partition.
+func (t *Table) PrimaryKeyAfterCopy() bool {
+	return len(t.PrimaryKey) > 0 && t.PartitionKey == "" && t.PartitionOf == nil
+}
+
 // CreateTableSQL returns the statements that create t on another database:
 // columns, types, NOT NULL, portable defaults, generated columns, identity
 // columns with their sequence options, the sequences of serial columns
-// (owned by them, defaults kept) and the primary key. Secondary indexes and
+// (owned by them, defaults kept) and, for a partitioned table, the primary
+// key. The primary key of an ordinary table, secondary indexes and
 // constraints come later (SecondaryObjects); triggers are not recreated.
 // A partition is created as a partition of its (existing) parent, with the
 // same bounds; a partitioned table with its PARTITION BY.
@@ -315,7 +324,7 @@ func CreateTableSQL(t *Table) string {
 			fmt.Fprintf(&b, " DEFAULT %s", c.Default)
 		}
 	}
-	if len(t.PrimaryKey) > 0 {
+	if len(t.PrimaryKey) > 0 && !t.PrimaryKeyAfterCopy() {
 		b.WriteString(", PRIMARY KEY (")
 		for i, k := range t.PrimaryKey {
 			if i > 0 {

@@ -7,11 +7,12 @@ import (
 )
 
 // Object is something bootstrap adds to a table it created, after the
-// table's rows are copied: a secondary index, or a UNIQUE, CHECK, EXCLUDE
-// or FOREIGN KEY constraint. SQL creates it on another database.
+// table's rows are copied: the primary key of an ordinary table, a
+// secondary index, or a UNIQUE, CHECK, EXCLUDE or FOREIGN KEY constraint.
+// SQL creates it on another database.
 type Object struct {
 	Table *Table
-	Kind  string // "index", "unique", "check", "exclude", "foreign key"
+	Kind  string // "primary key", "index", "unique", "check", "exclude", "foreign key"
 	Name  string
 	SQL   string
 	// References is the table a foreign key points to, as schema.name.
@@ -39,6 +40,11 @@ type Unported struct {
 // constraints of t on the source, from pg_get_indexdef and
 // pg_get_constraintdef, and what bootstrap leaves out: triggers, policies,
 // rules, grants, comments, and the extensions whose types the columns use.
+// The primary key of a table that is neither partitioned nor a partition
+// is one of the objects too: CreateTableSQL leaves it out, since COPY into
+// a table without an index and one sorted build after it cost the target
+// less than a btree insertion per row (docs/benchmarks.md). Partitioned
+// tables keep theirs inline, so that their partitions inherit it.
 func SecondaryObjects(ctx context.Context, q Querier, t *Table) (objs []Object, left []Unported, err error) {
 	rows, err := q.Query(ctx, `
 SELECT 'index', ic.relname::text, pg_get_indexdef(i.indexrelid), ''
@@ -47,13 +53,13 @@ WHERE i.indrelid = $1::regclass AND NOT i.indisprimary
   AND NOT EXISTS (SELECT 1 FROM pg_constraint c WHERE c.conindid = i.indexrelid AND c.conrelid = i.indrelid)
   AND NOT EXISTS (SELECT 1 FROM pg_inherits h WHERE h.inhrelid = i.indexrelid) -- a partition's copy of its parent's index
 UNION ALL
-SELECT CASE c.contype WHEN 'u' THEN 'unique' WHEN 'c' THEN 'check' WHEN 'x' THEN 'exclude' ELSE 'foreign key' END,
+SELECT CASE c.contype WHEN 'p' THEN 'primary key' WHEN 'u' THEN 'unique' WHEN 'c' THEN 'check' WHEN 'x' THEN 'exclude' ELSE 'foreign key' END,
        c.conname::text, pg_get_constraintdef(c.oid),
        CASE WHEN c.contype = 'f' THEN (SELECT n.nspname || '.' || r.relname FROM pg_class r JOIN pg_namespace n ON n.oid = r.relnamespace WHERE r.oid = c.confrelid) ELSE '' END
 FROM pg_constraint c
-WHERE c.conrelid = $1::regclass AND c.contype IN ('u', 'c', 'x', 'f')
+WHERE c.conrelid = $1::regclass AND (c.contype IN ('u', 'c', 'x', 'f') OR c.contype = 'p' AND $2)
   AND c.conislocal AND c.conparentid = 0 -- not inherited from a parent
-ORDER BY 1, 2`, t.Ident())
+ORDER BY 1, 2`, t.Ident(), t.PrimaryKeyAfterCopy())
 	if err != nil {
 		return nil, nil, fmt.Errorf("read indexes and constraints of %s: %w", t, err)
 	}
@@ -113,7 +119,10 @@ ORDER BY 1, 2`, t.Ident())
 // name: an index in the table's schema, or a constraint on the table.
 func ObjectExists(ctx context.Context, q Querier, o *Object) (bool, error) {
 	sql, args := `SELECT EXISTS (SELECT 1 FROM pg_constraint WHERE conrelid = to_regclass($1) AND conname = $2)`, []any{o.Table.Ident(), o.Name}
-	if o.Kind == "index" {
+	switch o.Kind {
+	case "primary key": // a table has one, whatever its name
+		sql, args = `SELECT EXISTS (SELECT 1 FROM pg_constraint WHERE conrelid = to_regclass($1) AND contype = 'p')`, []any{o.Table.Ident()}
+	case "index":
 		sql, args = `SELECT EXISTS (SELECT 1 FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
 WHERE n.nspname = $1 AND c.relname = $2)`, []any{o.Table.Schema, o.Name}
 	}

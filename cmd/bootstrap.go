@@ -486,6 +486,11 @@ func (a *app) copyAndBuild(ctx context.Context, cfg *config.Config, slot *replic
 		return nil, nil, nil, fmt.Errorf("create indexes and constraints (%s): %w", remedy, err)
 	}
 	for _, b := range built {
+		if b.Err != nil && b.Object.Kind == "primary key" {
+			// run finds rows by key: without it every UPDATE and DELETE
+			// would scan the table.
+			return nil, nil, nil, fmt.Errorf("%w (%s)", b.Err, remedy)
+		}
 		if b.Err != nil {
 			a.log.Warn("not created", "object", b.Object.String(), "err", b.Err)
 			failed = append(failed, b.Object.String())

@@ -153,6 +153,14 @@ INSERT INTO big SELECT g, repeat('p', 200) FROM generate_series(1, 800000) g;`,
 	if rangeMB > 0 && !strings.Contains(r.stderr, "parts=") || rangeMB > 0 && strings.Contains(r.stderr, "parts=1 ") {
 		t.Errorf("the rerun did not copy big in ranges:\n%s", r.stderr)
 	}
+	// The primary key is built after the copy: the killed bootstrap left
+	// big without one, and the rerun must build it.
+	if !strings.Contains(r.stderr, "primary key big_pkey on public.big") {
+		t.Errorf("the rerun did not build big's primary key after the copy:\n%s", r.stderr)
+	}
+	if n := queryOne[int](t, e.tgt, "SELECT count(*) FROM pg_constraint WHERE conrelid = 'big'::regclass AND contype = 'p'"); n != 1 {
+		t.Errorf("big has %d primary keys on the target after the rerun, want 1", n)
+	}
 	e.mustVerify()
 }
 
