@@ -55,6 +55,8 @@ for run in 1-before-copy-runs 2-copy-runs 3-before-copy-runs 4-copy-runs; do
   PGSYNC=$pgsync RESULTS=$R/bigtxn-runs/$run bash scripts/bigtxn-bench.sh
 done
 
+step "pk-bench.sh"
+RESULTS=$R bash scripts/pk-bench.sh >/dev/null
 step "insert-copy-bench"
 go run ./scripts/insert-copy-bench -url "postgres://postgres@127.0.0.1:${PGSYNC_TARGET_PORT:-57433}/postgres" >"$R/insert-copy.jsonl"
 

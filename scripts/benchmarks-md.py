@@ -22,7 +22,7 @@ pg = b100['environment']['postgresql']
 def med_hot(path):
     vals = {}
     for line in open(path):
-        m = re.match(r'Benchmark(\S+)-\d+\s+\d+\s+([\d.]+) ns/op\s+(?:[\d.]+ MB/s\s+)?(\d+) B/op\s+(\d+) allocs/op', line)
+        m = re.match(r'Benchmark(\S+?)(?:-\d+)?\s+\d+\s+([\d.]+) ns/op\s+(?:[\d.]+ MB/s\s+)?(\d+) B/op\s+(\d+) allocs/op', line)
         if m:
             vals.setdefault(m.group(1), []).append((float(m.group(2)), int(m.group(3)), int(m.group(4))))
     return {k: (statistics.median(x[0] for x in v), max(x[1] for x in v), max(x[2] for x in v), len(v)) for k, v in vals.items()}
@@ -54,13 +54,15 @@ except the many-jobs table at the end (commit `2b06f6d`, not rerun).
 
 ```sh
 make test                                  # installs PostgreSQL 15 if missing
-make bench                                 # hot path, no server: bench-results/hotpath.txt
+bash scripts/bench-all.sh                  # every script below but scale.sh, in this order, then this page
+bash scripts/hotpath-bench.sh              # hot path, no server, against BASE=bfb5f65, pinned and interleaved
 bash scripts/bench.sh                      # DATASET=100MB (default) or 1GB, CDC_SECONDS=60
 bash scripts/catchup-bench.sh              # BACKLOG_TXNS=5000; the floor and peek too
 bash scripts/copy-bench.sh                 # ROWS=8000000 TABLES=1 STREAMS="1 2 4"
 ROWS=80000000 TABLES=2 COMPARE=0 STREAMS=2 RESULTS=bench-results/copy-10gb bash scripts/copy-bench.sh
 bash scripts/bigtxn-bench.sh               # BIG_ROWS=1000000 (PGSYNC= another build to compare)
 go run ./scripts/insert-copy-bench -url postgres://postgres@127.0.0.1:57433/postgres
+bash scripts/pk-bench.sh                   # after bench.sh DATASET=1GB: a primary key during COPY or after
 bash scripts/scale.sh                      # WORKERS="5 10 20", SCALE_SECONDS=60
 ```
 
@@ -105,7 +107,17 @@ best1 = min(copy['pgsync'], key=lambda r: r['seconds'])
 nat1 = copy['native_subscription']['seconds']
 drain = [b100['cdc']['drain_seconds_after_writers_stop'], b1g['cdc']['drain_seconds_after_writers_stop']]
 allocs_zero = all(v[2] == 0 for v in hot_new.values())
-kc_pct = re.search(r'update_key_change-\d+\s.*?([+-][\d.]+%)', open(f'{R}/hotpath-benchstat.txt').read()).group(1)
+# benchstat's verdicts: (benchmark, change, p) for every significant one.
+bstext = open(f'{R}/hotpath-benchstat.txt').read()
+bssec = bstext.split('\n\n')
+sig = [(m.group(1), m.group(2), m.group(3)) for b in bssec if 'sec/op' in b
+       for m in re.finditer(r'^(\S+?)(?:-\d+)?\s+\S+ ± \S+\s+\S+ ± \S+\s+([+-][\d.]+%) \(p=([\d.]+)', b, re.M)]
+slower = [x for x in sig if x[1].startswith('+')]
+faster = [x for x in sig if x[1].startswith('-')]
+pk = j(f'{R}/pk-after-copy.json') if os.path.exists(f'{R}/pk-after-copy.json') else None
+def pk_builds(log):
+    """Seconds of each primary key bootstrap built after the copy, from its log."""
+    return [float(m.group(1)) for m in re.finditer(r'msg=created object="primary key [^"]*" seconds=([\d.]+)', open(log).read())]
 w('''## The targets of the speed issue, and where they stand
 
 | target | measured (commit `%s`) | met |
@@ -116,7 +128,7 @@ w(f"| catch-up RSS peak under 40 MB, hashes identical | {cu_rss} MB; {'identical
 w(f"| one 8M-row table at least 1.7x faster than native | best {best1['seconds']} s ({best1['streams']} stream{'s' if best1['streams'] > 1 else ''}) vs {nat1} s: {nat1/best1['seconds']:.2f}x | {'yes' if nat1 >= 1.7*best1['seconds'] else 'no'} |")
 w(f"| two tables at 1 GB at most 0.7x native's time | {b1g['snapshot']['pgsync_seconds']} s vs {b1g['snapshot']['native_subscription_seconds']} s: {b1g['snapshot']['pgsync_seconds']/b1g['snapshot']['native_subscription_seconds']:.2f}x | {'yes' if b1g['snapshot']['pgsync_seconds'] <= 0.7*b1g['snapshot']['native_subscription_seconds'] else 'no'} |")
 w(f"| CDC with 4 writers: drain under 0.5 s | {drain[0]} s (100MB), {drain[1]} s (1GB) | yes |")
-w(f"| 0 allocations per row operation; ns/op not worse | {'0 B/op and 0 allocs/op in every hot-path benchmark' if allocs_zero else 'allocations found'}; ns/op: update_key_change {kc_pct} against `bfb5f65` (below) | allocations yes; ns/op no, for one benchmark |")
+w(f"| 0 allocations per row operation; ns/op not worse | {'0 B/op and 0 allocs/op in every hot-path benchmark' if allocs_zero else 'allocations found'}; against `bfb5f65`, interleaved on one pinned CPU: " + (', '.join(f"{b} {c}" for b, c, _ in slower) + ' slower' if slower else 'none slower') + (', ' + ', '.join(f"{b} {c}" for b, c, _ in faster) if faster else '') + f" (below) | allocations {'yes' if allocs_zero else 'no'}; ns/op " + ('yes' if not slower else f"no, for {len(slower)} of {len(hot_new)} (profile below)") + " |")
 w(f"| 10 GB two-table copy under 40 MB RSS | {c10['pgsync'][0]['rss_peak_mb']} MB peak, {c10['pgsync'][0]['copy_bytes']/1e9:.1f} GB in {c10['pgsync'][0]['seconds']} s | yes |")
 w(f"| 2,000,000-row transaction under 40 MB RSS | {big2m['rss_peak_mb']} MB peak | yes |")
 w('''
@@ -128,41 +140,66 @@ would change.
 ''')
 
 # Hot path
-w('''## The hot path, per row operation (`make bench`)
+w('''## The hot path, per row operation (`scripts/hotpath-bench.sh`)
 
 No server: decode the pgoutput message, add the row to its run (or bind
-its own statement), and encode the wire `Bind` message. The code of this
-commit and of `bfb5f65` (the figures this page recorded before) ran
-interleaved, twice 5 runs each (`bench-results/hotpath.txt`,
+its own statement), and encode what goes on the wire for the run, as
+`flushRun` sends it: `Bind` messages of at most 64 rows (`insert` is a run
+shorter than 256 rows; UPDATE and DELETE runs), or COPY data for a long run
+of INSERTs (`insert_copy`, new with COPY runs). The code of this commit and
+of `bfb5f65` (the figures this page recorded before the speed issue) ran
+interleaved, %d rounds each, pinned to one CPU with `taskset`, so that both
+see the same machine (`bench-results/hotpath.txt`,
 `bench-results/hotpath-bfb5f65.txt`, `bench-results/hotpath-benchstat.txt`
 from `benchstat`); medians:
 
 | benchmark | `bfb5f65` ns/op | `%s` ns/op | B/op | allocs/op |
-|---|---|---|---|---|''' % commit)
+|---|---|---|---|---|''' % (hot_new[sorted(hot_new)[0]][3], commit))
 for k in sorted(hot_new):
     o = hot_old.get(k)
     n = hot_new[k]
     w(f"| {k} | {o[0]:.1f} | {n[0]:.1f} | {n[1]} | {n[2]} |" if o else f"| {k} | | {n[0]:.1f} | {n[1]} | {n[2]} |")
-bs = open(f'{R}/hotpath-benchstat.txt').read().split('\n\n')
-kc = re.search(r'update_key_change-\d+\s.*?([+-][\d.]+%) \(p=([\d.]+)', open(f'{R}/hotpath-benchstat.txt').read())
 w("""
-Zero allocations per row operation hold in every benchmark. Against
-`bfb5f65` on the same machine in the same minutes (`benchstat`, 10 runs
-each):
+Zero allocations per row operation hold in every benchmark. `benchstat`:
 
 ```
-""" + '\n\n'.join(b.strip() for b in bs if 'sec/op' in b) + """
+""" + '\n\n'.join(b.strip() for b in bssec if 'sec/op' in b) + """
 ```
+""")
+ukc_prof = f'{R}/hotpath-update_key_change-pprof.txt'
+set_cols = ''
+if os.path.exists(ukc_prof):
+    for l in open(ukc_prof):
+        f = l.split()
+        if len(f) >= 6 and f[5].endswith('apply.appendSetColumns'):
+            set_cols = f", {float(f[4].rstrip('%')):.0f} % of this benchmark's CPU in the profile below, about {float(f[4].rstrip('%')) / 100 * hot_new['DecodeAndBind/update_key_change'][0]:.0f} ns"
+why = {
+    'DecodeAndBind/update_key_change': 'the price of a correctness fix of the application-databases issue: an UPDATE sets only the columns that may have changed, never an unchanged key, so every UPDATE compares the old and new key values and builds a column mask for its statement\'s cache key (`appendSetColumns`' + set_cols + ')',
+    'DecodeAndBind/delete': 'two branches every row now passes: the large-change test of `runnable` (values over 64 KiB go alone, for bounded memory) and the COPY-run bound in `addToRun`',
+    'DecodeAndBind/insert': 'the same two branches as delete',
+}
+if slower:
+    w("Slower in this run: " + '; '.join(f"{b} {c} (p={p}), {why.get(b, 'not profiled')}" for b, c, p in slower) + ".\n")
+else:
+    w("No benchmark is slower than at `bfb5f65`.\n")
+if os.path.exists(f'{R}/hotpath-update_key_change-pprof.txt'):
+    ptop = [l for l in open(f'{R}/hotpath-update_key_change-pprof.txt').read().splitlines() if l.strip()][:18]
+    w("""
+Profile of `DecodeAndBind/update_key_change` at this commit
+(`bench-results/hotpath-update_key_change-pprof.txt`, `go tool pprof -top`):
 
-One benchmark is slower: an UPDATE that changes the key, """ + kc.group(1) + """ (p=""" + kc.group(2) + """).
-Reading the code, that is the price of a correctness fix of the
-application-databases issue (not profiled apart): an UPDATE now sets only
-the columns that may have changed, never an unchanged key, which compares
-the old and new key values and adds a column mask to the statement's cache
-key. The others are the same or faster. The absolute
-figures are higher than those this page recorded for `bfb5f65` earlier
-(23.6 ns for DecodeChange/insert then, """ + f"{hot_old['DecodeChange/insert'][0]:.1f}" + """ ns for the same code now):
-that is the machine, not the code (see Environment).
+```
+""" + '\n'.join(ptop) + """
+```
+""")
+ic = hot_new.get('DecodeAndBind/insert_copy')
+if ic:
+    w(f"""`insert_copy` ({ic[0]:.1f} ns) costs pgsync more per row than `insert`
+({hot_new['DecodeAndBind/insert'][0]:.1f} ns): COPY's text format is escaped byte by
+byte where a `Bind` message copies values as they are. The target saves
+more than that (see the COPY runs section: on a 1,000,000-row transaction
+pgsync's own CPU falls too, since one COPY replaces many statements and
+their round trips).
 """)
 
 # Copy two tables
@@ -174,16 +211,21 @@ def snap_row(name, d):
 w('''## Initial copy of two tables (`scripts/bench.sh`)
 
 Two tables of 6 columns (`bench_a`, `bench_b`), the same number of rows
-each. pgsync copies them in COPY's binary format (same major version, only
-built-in types), each table whole by one of the two streams; the native
-subscription's two table sync workers and the pipe use text.
+each. pgsync creates them on the target, copies them in COPY's binary
+format (same major version, only built-in types), each table whole by one
+of the two streams, and builds each primary key after its rows are in; its
+time includes those builds. The native subscription's two table sync
+workers and the pipe load in text into tables created beforehand with
+their primary keys, as a `pg_dump --schema-only` restore makes them.
 
 | dataset | pgsync COPY bytes | pgsync | native | text COPY pipe | pgsync / native time | pgsync RSS avg / peak | pgsync CPU | servers' CPU, pgsync's copy (source + target) | servers' CPU, native's copy |
 |---|---|---|---|---|---|---|---|---|---|''')
 w(snap_row('100MB (2 x 400k rows)', b100))
 w(snap_row('1GB (2 x 4M rows)', b1g))
 w(f'''
-Both runs verified identical hashes. At 1 GB the copy is bound by the
+Both runs verified identical hashes. Building the two primary keys after
+the copy took {' and '.join('%.2f s' % x for x in pk_builds(f"{R}/bench-1gb-bootstrap.log"))} of pgsync's {b1g['snapshot']['pgsync_seconds']} s at 1 GB
+(`bench-results/bench-1gb-bootstrap.log`). At 1 GB the copy is bound by the
 target: four server processes (two COPY readers, two COPY writers) and
 pgsync on two cores. Binary input saves the target the text parsing (see
 the one-table copy below, where the target's CPU is measured), which is
@@ -197,7 +239,9 @@ w(f'''## Initial copy of one large table (`scripts/copy-bench.sh`)
 One table of {copy['rows']:,} rows ({copy['heap_bytes']/1e9:.2f} GB of heap). With two or more
 streams pgsync cuts it into ranges of heap blocks (`copy_range_mb`, 64 MB)
 that the streams take from one queue, all under the slot's snapshot; one
-stream copies it whole.
+stream copies it whole. pgsync creates the table and builds its primary
+key after the copy ({', '.join('%.2f s' % x for n in (1, 2, 4) for x in pk_builds(f"{R}/copy-{n}-bootstrap.log"))} with 1, 2 and 4 streams, included in
+its times); native's and the pipes' tables have theirs from the start.
 
 | contender | streams | time | vs native | MB/s | ranges | source CPU s | target CPU s | pgsync RSS peak | hashes |
 |---|---|---|---|---|---|---|---|---|---|''')
@@ -417,6 +461,13 @@ slot and target table (20,000 rows), pgbench writing to all of them for 60 s
 ''')
 
 # Ways tried
+if pk:
+    rs = pk['rounds']
+    pk_row = (f"| the primary key of a table bootstrap creates, built after the copy | {pk['rows']:,} rows copied in binary (`scripts/pk-bench.sh`, `bench-results/pk-after-copy.json`, "
+              f"{len(rs)} rounds interleaved): into a table with its key {rng([r['with_pk_seconds'] for r in rs])} s and {rng([r['with_pk_target_cpu_seconds'] for r in rs])} s of target CPU; "
+              f"without, then `ADD PRIMARY KEY` {rng([r['without_pk_copy_seconds'] for r in rs])} + {rng([r['add_pk_seconds'] for r in rs])} s, {rng([r['without_pk_target_cpu_seconds'] for r in rs])} s of target CPU | yes |")
+else:
+    pk_row = "| the primary key of a table bootstrap creates, built after the copy | not measured in this run | yes |"
 cm = [c['pgsync']['target_commits'] for c in catch.values()]
 w(f'''## Ways tried, kept and rejected
 
@@ -427,6 +478,7 @@ w(f'''## Ways tried, kept and rejected
 | ranges for every large table | two 4M-row tables: {rj['snapshot']['pgsync_seconds']} s in ranges against native's {rj['snapshot']['native_subscription_seconds']} s ({rj['snapshot']['pgsync_seconds']/rj['snapshot']['native_subscription_seconds']:.2f}x, `892fe5e`, `bench-results/rejected/`), both streams writing into one table at a time; whole, one table a stream: {b1g['snapshot']['pgsync_seconds']} s against {b1g['snapshot']['native_subscription_seconds']} s ({b1g['snapshot']['pgsync_seconds']/b1g['snapshot']['native_subscription_seconds']:.2f}x, this commit). One run each | no |
 | ranges with one stream | no gain: a 3M-row table by one stream took 5.00-6.76 s whole and 5.67-5.80 s in 14 ranges (`copy_range_mb` 0 and 32, two bootstraps each, by hand while another benchmark loaded the machine); each range costs a query through the executor and a transaction | no |
 | COPY for runs of INSERTs | less target CPU from 256 rows a run (table above) | yes, from 256 rows |
+{pk_row}
 | pgoutput `binary` | peek in binary {rng([c['peek_binary_seconds'] for c in catch.values()])} s vs text {rng([c['peek_seconds'] for c in catch.values()])} s, while the walsender spends {rng([min(c['floor']['runs'], key=lambda r: r['seconds'])['cpu_seconds']['walsender'] for c in catch.values()])} s of CPU for the floor: most of its cost is sending, which binary does not change; the target's input would gain, but binary arrays and records carry type OIDs that differ between servers | no (not built) |
 | `synchronous_commit = off` on the target with flush-LSN acknowledgement | a catch-up makes {rng(cm, '%d')} target commits (groups of up to 4 MiB or 1 s), each waiting for its flush; the time those flushes take was not measured, and a second way of acknowledging positions was not built for it | no (not built) |
 | the reader's pause | faster and less CPU in interleaved runs (above) | yes |

@@ -3,8 +3,9 @@
 # interleaved on one pinned CPU: this machine's speed drifts within the
 # hour, so only runs taken in the same minutes compare.
 #   BASE=bfb5f65 ROUNDS=20 scripts/hotpath-bench.sh
-# Writes bench-results/hotpath.txt, hotpath-$BASE.txt and
-# hotpath-benchstat.txt (benchstat BASE vs this tree).
+# Writes bench-results/hotpath.txt, hotpath-$BASE.txt,
+# hotpath-benchstat.txt (benchstat BASE vs this tree) and a CPU profile of
+# one benchmark, hotpath-update_key_change-pprof.txt.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 BASE=${BASE:-bfb5f65}
@@ -37,3 +38,7 @@ for i in $(seq "$ROUNDS"); do
   run "$work/head" "$RESULTS/hotpath.txt"
 done
 "$BENCHSTAT" "$RESULTS/hotpath-$BASE.txt" "$RESULTS/hotpath.txt" | tee "$RESULTS/hotpath-benchstat.txt"
+# Where an UPDATE that changes its key spends its time (docs/benchmarks.md).
+(cd "$root/apply" && taskset -c "$CPU" "$work/head-apply.test" -test.run '^$' -test.bench 'DecodeAndBind/update_key_change$' \
+  -test.benchtime 20000000x -test.cpuprofile "$work/update_key_change.pprof" >/dev/null)
+go tool pprof -top -nodecount 25 "$work/head-apply.test" "$work/update_key_change.pprof" >"$RESULTS/hotpath-update_key_change-pprof.txt" 2>/dev/null
