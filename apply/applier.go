@@ -574,8 +574,8 @@ func appendUint32(b []byte, v uint32) []byte {
 // change of one), and when the whole old row was sent, every column whose
 // value is the same. If that leaves nothing, the first column that can be
 // assigned is set to its (unchanged) value, so that the statement still
-// finds the row and fires the target's replica triggers. One pass, with
-// the kind of old row decided once: this runs for every UPDATE.
+// finds the row and fires the target's replica triggers. Columns and mask
+// come from one pass: this runs for every UPDATE.
 func appendSetColumns(dst []int, mask []byte, rel *relation, c *pgoutput.Change) ([]int, []byte) {
 	start, maskStart := len(dst), len(mask)
 	for range (len(c.New.Kinds) + 7) / 8 {
