@@ -2,6 +2,7 @@ package apply
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -419,5 +420,37 @@ func TestLongInsertRunsGoAsCopy(t *testing.T) {
 	}
 	if a.run.rows != copyMinRows {
 		t.Fatalf("run of %d rows, want %d", a.run.rows, copyMinRows)
+	}
+}
+
+// TestSetColumnsOfKeyChanges: an UPDATE that carries its old key sets every
+// column whose value may have changed, never an unchanged key column or an
+// unchanged TOAST value, and the statement's mask says the same.
+func TestSetColumnsOfKeyChanges(t *testing.T) {
+	a := newTestApplier(t)
+	cases := []struct {
+		name string
+		msg  []byte
+		want []int
+	}{
+		{"whole key changed", ot.Update(1, 'K', []ot.Value{ot.T("1"), ot.Null, ot.Null}, []ot.Value{ot.T("2"), ot.T("x"), ot.Null}), []int{0, 1, 2}},
+		{"key unchanged", ot.Update(1, 'K', []ot.Value{ot.T("1"), ot.Null, ot.Null}, []ot.Value{ot.T("1"), ot.T("x"), ot.Null}), []int{1, 2}},
+		{"unchanged TOAST", ot.Update(1, 'K', []ot.Value{ot.T("1"), ot.Null, ot.Null}, []ot.Value{ot.T("2"), ot.Unchanged, ot.T("3")}), []int{0, 2}},
+		{"composite key, one part changed", ot.Update(3, 'K', []ot.Value{ot.T("1"), ot.T("a"), ot.Null}, []ot.Value{ot.T("1"), ot.T("b"), ot.T("v")}), []int{1, 2}},
+		{"composite key, both parts changed", ot.Update(3, 'K', []ot.Value{ot.T("1"), ot.T("a"), ot.Null}, []ot.Value{ot.T("2"), ot.T("b"), ot.T("v")}), []int{0, 1, 2}},
+		{"no old key", ot.Update(1, 0, nil, []ot.Value{ot.T("1"), ot.T("x"), ot.T("3")}), []int{1, 2}},
+	}
+	var c pgoutput.Change
+	for _, tc := range cases {
+		decode(t, tc.msg, &c)
+		rel := a.relations[c.RelationID]
+		cols, mask := appendSetColumns(nil, nil, rel, &c)
+		var wantMask byte
+		for _, i := range tc.want {
+			wantMask |= 1 << i
+		}
+		if !slices.Equal(cols, tc.want) || len(mask) != 1 || mask[0] != wantMask {
+			t.Errorf("%s: columns %v mask %08b, want %v %08b", tc.name, cols, mask, tc.want, wantMask)
+		}
 	}
 }
