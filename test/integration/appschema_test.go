@@ -75,6 +75,13 @@ var appWorkload = []string{
 	`TRUNCATE order_items`,
 	`INSERT INTO order_items SELECT id, 1, 'again', 2 FROM orders WHERE id % 2 = 0`,
 	`UPDATE orders SET total = total + 1`,
+	// Runs of 256 INSERTs or more go as COPY: 600 orders (the ENABLE
+	// ALWAYS trigger fires for each on both targets), then their 600 audit
+	// rows; and one key inserted, deleted and inserted again around a run.
+	`INSERT INTO orders (customer_id, total) SELECT 21 + g % 180, g FROM generate_series(1, 600) g`,
+	`BEGIN; INSERT INTO order_items SELECT id, 7, 'bulk', 1 FROM orders WHERE id BETWEEN 100 AND 499;
+DELETE FROM order_items WHERE order_id = 250 AND line = 7; INSERT INTO order_items VALUES (250, 7, 'again', 3);
+INSERT INTO order_items SELECT id, 8, 'bulk', 1 FROM orders WHERE id BETWEEN 100 AND 499; COMMIT`,
 }
 
 // appTables are the published tables, leaf partitions included, in a
