@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/dustin/go-humanize"
@@ -41,6 +42,10 @@ type jobStatus struct {
 	// UnloggedSkipped lists the UNLOGGED tables the patterns match, which
 	// logical replication cannot carry.
 	UnloggedSkipped []string `json:"unlogged_skipped,omitempty"`
+	// TablesBeingAdded lists the tables pgsync add-tables is copying (or
+	// left half copied): run pauses at their first change until the copy
+	// is recorded.
+	TablesBeingAdded []string `json:"tables_being_added,omitempty"`
 	// Problem says what stops the job from streaming and what to do, when
 	// something does.
 	Problem string `json:"problem,omitempty"`
@@ -54,7 +59,8 @@ func (a *app) statusCmd() *cobra.Command {
 		Long: `status shows the job's state, its slot (present, active, invalidated), the
 position confirmed to the source and applied on the target, the lag in
 bytes and in seconds, the WAL the slot retains and how much more the
-source allows (max_slot_wal_keep_size), with a warning past half of it.
+source allows (max_slot_wal_keep_size), with a warning past half of it,
+and the tables pgsync add-tables is still copying.
 --json prints the same as one object (keys in docs/reference.md).
 
 Exit status: 0 when both servers answered (a job not bootstrapped, or a
@@ -105,6 +111,16 @@ remedy), 1 when a server cannot be reached.`,
 					st.LagSeconds = &secs
 				}
 			}
+			added, err := apply.ReadAddedTables(ctx, tgt, cfg.Job)
+			if err != nil {
+				return err
+			}
+			for name, t := range added {
+				if t.State == apply.TableCopying {
+					st.TablesBeingAdded = append(st.TablesBeingAdded, name)
+				}
+			}
+			slices.Sort(st.TablesBeingAdded)
 			st.Problem = slotProblem(st)
 			unlogged, err := catalog.UnloggedMatches(ctx, src, cfg.Tables)
 			if err != nil {
@@ -140,6 +156,9 @@ remedy), 1 when a server cannot be reached.`,
 			}
 			if len(st.UnloggedSkipped) > 0 {
 				fmt.Fprintf(a.stdout, "unlogged_skipped:    %s (logical replication cannot publish UNLOGGED tables)\n", strings.Join(st.UnloggedSkipped, ", "))
+			}
+			if len(st.TablesBeingAdded) > 0 {
+				fmt.Fprintf(a.stdout, "tables_being_added:  %s (run pauses at their first change until pgsync add-tables has copied them)\n", strings.Join(st.TablesBeingAdded, ", "))
 			}
 			if st.Problem != "" {
 				fmt.Fprintf(a.stdout, "problem:             %s\n", st.Problem)

@@ -480,6 +480,11 @@ INSERT INTO events (n, note) SELECT g, 'before ' || repeat(md5(g::text), 4) FROM
 	// A run started while a table is half added waits for add-tables to
 	// finish it, then goes on.
 	e.tgtExec("UPDATE pgsync.tables SET state = 'copying' WHERE table_name = 'events'")
+	if r := e.mustPgsync("status", "--json"); !strings.Contains(r.stdout, `"tables_being_added": [
+    "public.events"
+  ]`) {
+		t.Errorf("status does not list the half-added table:\n%s", r.stdout)
+	}
 	e.srcExec("UPDATE events SET note = 'after' WHERE id < 100")
 	bg = e.start("run", "--until-caught-up")
 	eventually(t, 20*time.Second, "run waits for the half-added table", func() bool {
