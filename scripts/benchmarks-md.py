@@ -396,9 +396,10 @@ catch-up above {tot_pg/2:.2f} s and native's above {tot_nat/2:.2f} s; the measur
 higher because neither keeps both cores busy all the time. On a machine
 with spare cores the processes run in parallel and the bound is the
 slowest single one: the walsender for the floor, and the target backend
-for pgsync and native alike. 0.6x of native's time is out of reach here
-for any consumer: the read-and-discard floor itself took {rng([c['floor']['seconds']/c['native']['seconds'] for c in catch.values()])}x of
-native's time in these runs. 1.2x of the floor would need pgsync's target
+for pgsync and native alike. 0.6x of native's time is about the floor
+itself here: the read-and-discard consumer took {rng([c['floor']['seconds']/c['native']['seconds'] for c in catch.values()])}x of native's
+time in these runs, so pgsync would have to apply as fast as a reader
+that applies nothing. 1.2x of the floor would need pgsync's target
 backend ({p3['target_backend']} s here, native's apply worker {n3['apply_worker']} s) to keep pace with the
 walsender, on the cores it shares with it.
 
