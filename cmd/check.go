@@ -60,7 +60,8 @@ FAIL with the fix: versions, wal_level, free slots and WAL senders, the
 REPLICATION attribute, SELECT and ownership of every selected table (a
 publication needs both), replica identities, the target role's right to set
 session_replication_role, each target table (present and compatible, or to
-be created), max_slot_wal_keep_size and the size of the copy. It changes
+be created), statement triggers that would fire for replicated rows,
+max_slot_wal_keep_size and the size of the copy. It changes
 nothing. Free disk space is not checked on either side: compare the copy
 size with the target's free space yourself.
 
@@ -320,9 +321,42 @@ func checkTarget(ctx context.Context, c *checks, cfg *config.Config, src, tgt *p
 		}
 		c.add("table "+t.String(), checkOK, "present and compatible", "")
 	}
+	checkStatementTriggers(ctx, c, tgt, tables)
 	if missing, err := catalog.MissingDefaultFunctions(ctx, src, tgt, created); err != nil {
 		c.add("default functions", checkFail, oneLine(err.Error()), "")
 	} else if len(missing) > 0 {
 		c.add("default functions", checkFail, "column defaults call functions the target lacks: "+strings.Join(missing, "; "), "create them on the target (pgsync creates no functions)")
+	}
+}
+
+// checkStatementTriggers warns about statement-level INSERT, UPDATE or
+// DELETE triggers that fire for replicas (ENABLE REPLICA or ALWAYS) on the
+// job's target tables. PostgreSQL's apply worker fires row triggers only;
+// pgsync applies rows with statements (a run, a COPY), each of which fires
+// such a trigger once. TRUNCATE's fire in both.
+func checkStatementTriggers(ctx context.Context, c *checks, tgt *pgx.Conn, tables []catalog.Table) {
+	names := make([]string, len(tables))
+	for i := range tables {
+		names[i] = tables[i].Ident()
+	}
+	rows, err := tgt.Query(ctx, `SELECT tgrelid::regclass::text || ': ' || tgname
+FROM pg_trigger
+WHERE NOT tgisinternal AND tgenabled IN ('R', 'A')
+  AND tgtype & 1 = 0          -- FOR EACH STATEMENT
+  AND tgtype & (4 | 8 | 16) <> 0 -- INSERT, DELETE or UPDATE
+  AND tgrelid = ANY (SELECT to_regclass(n) FROM unnest($1::text[]) n)
+ORDER BY 1`, names)
+	if err != nil {
+		c.add("statement triggers", checkFail, oneLine(err.Error()), "")
+		return
+	}
+	found, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		c.add("statement triggers", checkFail, oneLine(err.Error()), "")
+		return
+	}
+	if len(found) > 0 {
+		c.add("statement triggers", checkWarn, "enabled for replicas on the target, they fire once for each statement pgsync applies, where PostgreSQL's apply worker fires none: "+strings.Join(found, "; "),
+			"make them row triggers, or ALTER TABLE ... ENABLE TRIGGER (not REPLICA or ALWAYS) if they are for the application's own writes")
 	}
 }

@@ -155,6 +155,11 @@ CREATE TABLE narrow (id int PRIMARY KEY, a int, b int);`, "")
 
 	e.srcExec("CREATE TABLE loose (a int)")
 	e.tgtExec("CREATE TABLE filled (id int PRIMARY KEY); INSERT INTO filled VALUES (7); CREATE TABLE narrow (id int PRIMARY KEY, a int)")
+	// A statement trigger enabled for replicas would fire per statement
+	// pgsync sends, where the native apply worker fires none.
+	e.tgtExec(`CREATE FUNCTION noop_stmt() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RETURN NULL; END $$;
+CREATE TRIGGER filled_stmt AFTER INSERT ON filled FOR EACH STATEMENT EXECUTE FUNCTION noop_stmt();
+ALTER TABLE filled ENABLE ALWAYS TRIGGER filled_stmt`)
 	r = e.pgsync("check", "--json")
 	if r.code != 1 {
 		t.Fatalf("check with failures: exit %d, want 1\n%s\n%s", r.code, r.stdout, r.stderr)
@@ -172,6 +177,7 @@ CREATE TABLE narrow (id int PRIMARY KEY, a int, b int);`, "")
 		"table public.filled": "FAIL: not empty on the target",
 		"table public.narrow": "FAIL: the target lacks source column(s) b",
 		"table public.good":   "OK: missing on the target",
+		"statement triggers":  "WARN: enabled for replicas on the target, they fire once for each statement pgsync applies, where PostgreSQL's apply worker fires none: filled: filled_stmt",
 	} {
 		if !strings.HasPrefix(got[item], want) {
 			t.Errorf("item %s = %q, want it to start with %q", item, got[item], want)
