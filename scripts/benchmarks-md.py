@@ -18,6 +18,7 @@ bigs = {p.split('/')[-2]: j(p) for p in sorted(glob.glob(f'{R}/bigtxn-runs/*/big
 ins = [json.loads(l) for l in open(f'{R}/insert-copy.jsonl') if l.strip()]
 commit = b100['environment']['pgsync_commit']
 pg = b100['environment']['postgresql']
+pk = j(f'{R}/pk-after-copy.json') if os.path.exists(f'{R}/pk-after-copy.json') else None
 
 def med_hot(path):
     vals = {}
@@ -48,7 +49,11 @@ minutes apart in the same script on the same machine.
 
 All figures come from one run of the scripts at commit `{commit}`, one
 after the other{'' if c10['environment']['pgsync_commit'] == commit else ", except the 10 GB copy (commit `" + c10['environment']['pgsync_commit'] + "`: its code differs only in when a table is cut into ranges)"},
-except the many-jobs table at the end (commit `2b06f6d`, not rerun).
+except the many-jobs table at the end (commit `2b06f6d`, not rerun). Right
+after that run came `scripts/pk-bench.sh` (at `{pk['environment']['pgsync_commit'] if pk else 'n/a'}`; it times
+PostgreSQL alone, no pgsync) and the `synchronous_commit = off` experiment
+(an experiment build, see "Ways tried"); the hot-path step was taken twice
+(see the hot path).
 
 ## Reproducing it
 
@@ -116,7 +121,6 @@ sig = [(m.group(1), m.group(2), m.group(3)) for b in bssec if 'sec/op' in b
        for m in re.finditer(r'^(\S+?)(?:-\d+)?\s+\S+ ± \S+\s+\S+ ± \S+\s+([+-][\d.]+%) \(p=([\d.]+)', b, re.M)]
 slower = [x for x in sig if x[1].startswith('+')]
 faster = [x for x in sig if x[1].startswith('-')]
-pk = j(f'{R}/pk-after-copy.json') if os.path.exists(f'{R}/pk-after-copy.json') else None
 def pk_builds(log):
     """Seconds of each primary key bootstrap built after the copy, from its log."""
     return [float(m.group(1)) for m in re.finditer(r'msg=created object="primary key [^"]*" seconds=([\d.]+)', open(log).read())]
