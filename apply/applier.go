@@ -110,9 +110,10 @@ type relation struct {
 	full      bool   // REPLICA IDENTITY FULL: match the whole old row
 	textEq    []bool // compare as text: the type has no equality operator
 	gen       uint32 // bumped on each Relation message, part of statement keys
-	// counted are the row counters by operation (Options.Metrics), nil
-	// without metrics.
-	counted map[byte]prometheus.Counter
+	// counted are the row counters by operation, in rowOpIndex order
+	// (Options.Metrics); nil without metrics. An array, not a map: it is
+	// read for every row.
+	counted *[3]prometheus.Counter
 	// copiedAt is where add-tables copied the table (0 for the job's
 	// first tables): its changes in transactions committed before it are
 	// in the copy already.
@@ -321,10 +322,10 @@ func (a *Applier) Relation(ctx context.Context, r *pgoutput.Relation) error {
 		}
 	}
 	if m := a.opts.Metrics; m != nil {
-		rel.counted = map[byte]prometheus.Counter{
-			pgoutput.MsgInsert: m.RowCounter(r.String(), "insert"),
-			pgoutput.MsgUpdate: m.RowCounter(r.String(), "update"),
-			pgoutput.MsgDelete: m.RowCounter(r.String(), "delete"),
+		rel.counted = &[3]prometheus.Counter{
+			m.RowCounter(r.String(), "insert"),
+			m.RowCounter(r.String(), "update"),
+			m.RowCounter(r.String(), "delete"),
 		}
 	}
 	// Read now, not at the session's start: add-tables may have added the
@@ -395,7 +396,7 @@ func (a *Applier) Change(ctx context.Context, c *pgoutput.Change) error {
 	}
 	a.groupRows++
 	if rel.counted != nil {
-		rel.counted[c.Op].Inc()
+		rel.counted[rowOpIndex(c.Op)].Inc()
 	}
 	if runnable(rel, c) {
 		joined, full := a.addToRun(rel, c)
@@ -764,6 +765,18 @@ func describe(pd *pending, job string, err error) error {
 		return fmt.Errorf("apply TRUNCATE of %s at %s: %w", pd.tables, pd.lsn, err)
 	}
 	return fmt.Errorf("target transaction at %s: %w", pd.lsn, err)
+}
+
+// rowOpIndex is the index of a row change's operation in
+// relation.counted: INSERT, UPDATE, DELETE.
+func rowOpIndex(op byte) int {
+	switch op {
+	case pgoutput.MsgInsert:
+		return 0
+	case pgoutput.MsgUpdate:
+		return 1
+	}
+	return 2
 }
 
 func opName(op byte) string {

@@ -111,6 +111,15 @@ func (t *Table) Replicable() bool {
 	return false
 }
 
+// Idents returns the quoted schema.table name of each table.
+func Idents(tables []Table) []string {
+	idents := make([]string, len(tables))
+	for i := range tables {
+		idents[i] = tables[i].Ident()
+	}
+	return idents
+}
+
 // QuoteIdent quotes one identifier.
 func QuoteIdent(s string) string { return pgx.Identifier{s}.Sanitize() }
 

@@ -199,13 +199,9 @@ func checkSource(ctx context.Context, c *checks, cfg *config.Config, src *pgx.Co
 		}
 		total += t.SizeBytes
 	}
-	idents := make([]string, len(tables))
-	for i := range tables {
-		idents[i] = tables[i].Ident()
-	}
 	rows, err := src.Query(ctx, `SELECT t, has_table_privilege(t, 'SELECT'),
        pg_has_role((SELECT relowner FROM pg_class WHERE oid = t::regclass), 'USAGE')
-FROM unnest($1::text[]) t`, idents)
+FROM unnest($1::text[]) t`, catalog.Idents(tables))
 	if err == nil {
 		for rows.Next() {
 			var t string
@@ -335,17 +331,13 @@ func checkTarget(ctx context.Context, c *checks, cfg *config.Config, src, tgt *p
 // pgsync applies rows with statements (a run, a COPY), each of which fires
 // such a trigger once. TRUNCATE's fire in both.
 func checkStatementTriggers(ctx context.Context, c *checks, tgt *pgx.Conn, tables []catalog.Table) {
-	names := make([]string, len(tables))
-	for i := range tables {
-		names[i] = tables[i].Ident()
-	}
 	rows, err := tgt.Query(ctx, `SELECT tgrelid::regclass::text || ': ' || tgname
 FROM pg_trigger
 WHERE NOT tgisinternal AND tgenabled IN ('R', 'A')
   AND tgtype & 1 = 0          -- FOR EACH STATEMENT
   AND tgtype & (4 | 8 | 16) <> 0 -- INSERT, DELETE or UPDATE
   AND tgrelid = ANY (SELECT to_regclass(n) FROM unnest($1::text[]) n)
-ORDER BY 1`, names)
+ORDER BY 1`, catalog.Idents(tables))
 	if err != nil {
 		c.add("statement triggers", checkFail, oneLine(err.Error()), "")
 		return

@@ -56,11 +56,7 @@ type Names struct {
 
 // CreatePublication creates the job's publication for exactly tables.
 func CreatePublication(ctx context.Context, conn *pgx.Conn, n Names, tables []catalog.Table) error {
-	idents := make([]string, len(tables))
-	for i := range tables {
-		idents[i] = tables[i].Ident()
-	}
-	sql := fmt.Sprintf("CREATE PUBLICATION %s FOR TABLE %s", catalog.QuoteIdent(n.Publication), strings.Join(idents, ", "))
+	sql := fmt.Sprintf("CREATE PUBLICATION %s FOR TABLE %s", catalog.QuoteIdent(n.Publication), tableList(tables))
 	if _, err := conn.Exec(ctx, sql); err != nil {
 		return fmt.Errorf("create publication %s: %w", n.Publication, err)
 	}
@@ -123,16 +119,16 @@ func CreateTemporarySlot(ctx context.Context, conn *pgconn.PgConn, name string) 
 
 // AddToPublication adds tables to the job's publication.
 func AddToPublication(ctx context.Context, conn *pgx.Conn, n Names, tables []catalog.Table) error {
-	idents := make([]string, len(tables))
-	for i := range tables {
-		idents[i] = tables[i].Ident()
-	}
-	sql := fmt.Sprintf("ALTER PUBLICATION %s ADD TABLE %s", catalog.QuoteIdent(n.Publication), strings.Join(idents, ", "))
+	list := tableList(tables)
+	sql := fmt.Sprintf("ALTER PUBLICATION %s ADD TABLE %s", catalog.QuoteIdent(n.Publication), list)
 	if _, err := conn.Exec(ctx, sql); err != nil {
-		return fmt.Errorf("add %s to publication %s: %w", strings.Join(idents, ", "), n.Publication, err)
+		return fmt.Errorf("add %s to publication %s: %w", list, n.Publication, err)
 	}
 	return nil
 }
+
+// tableList is tables as a comma-separated list of quoted names.
+func tableList(tables []catalog.Table) string { return strings.Join(catalog.Idents(tables), ", ") }
 
 // Exists reports whether the job's slot or publication exist on the source.
 func Exists(ctx context.Context, conn *pgx.Conn, n Names) (slot, publication bool, err error) {

@@ -40,7 +40,7 @@ SELECT pg_terminate_backend(active_pid) FROM pg_replication_slots WHERE database
 SQL
     if [ "$(val_tgt postgres "SELECT count(*) FROM pg_database WHERE datname = '$db'")" = 1 ] && [ "$p" = "$TGT_PORT" ]; then
       for s in $(val_tgt "$db" "SELECT subname FROM pg_subscription WHERE subdbid = (SELECT oid FROM pg_database WHERE datname = current_database())"); do
-        psql_tgt "$db" -c "ALTER SUBSCRIPTION $s DISABLE" -c "ALTER SUBSCRIPTION $s SET (slot_name = NONE)" -c "DROP SUBSCRIPTION $s"
+        drop_subscription "$db" "$s"
       done
     fi
     sleep 0.5
@@ -215,6 +215,12 @@ native_subscribe() {
   psql_tgt "$tdb" -c "$TABLES_DDL"
   psql_tgt "$tdb" -c "CREATE SUBSCRIPTION $name CONNECTION 'host=127.0.0.1 port=$SRC_PORT dbname=$sdb user=postgres' PUBLICATION $name WITH (copy_data = true)"
   wait_for 3600 "native initial copy" native_ready "$tdb"
+}
+
+# drop_subscription TGT_DB NAME: drops subscription NAME on the target,
+# leaving its slot on the source to the caller.
+drop_subscription() {
+  psql_tgt "$1" -c "ALTER SUBSCRIPTION $2 DISABLE" -c "ALTER SUBSCRIPTION $2 SET (slot_name = NONE)" -c "DROP SUBSCRIPTION $2"
 }
 
 native_ready() {

@@ -56,7 +56,7 @@ t1=$(now)
 native_secs=$(elapsed "$t0" "$t1")
 sleep 0.5
 native_src_cpu=$(cpu_delta "$SRC_PORT" "$s0") native_tgt_cpu=$(cpu_delta "$TGT_PORT" "$g0")
-psql_tgt bench_native -c "ALTER SUBSCRIPTION native_bench DISABLE" -c "ALTER SUBSCRIPTION native_bench SET (slot_name = NONE)" -c "DROP SUBSCRIPTION native_bench"
+drop_subscription bench_native native_bench
 psql_src bench -c "SELECT pg_drop_replication_slot('native_bench')" -c "DROP PUBLICATION native_bench" >/dev/null
 settle bench
 

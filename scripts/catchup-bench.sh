@@ -116,7 +116,7 @@ native_walsender_cpu=$(proc_cpu "$(val_src postgres "SELECT active_pid FROM pg_r
 native_worker_cpu=$(proc_cpu "$(val_tgt catchup_native "SELECT pid FROM pg_stat_subscription WHERE subname = 'native_catchup' AND relid IS NULL")")
 write_config "$RESULTS/catchup-native.toml" catchup catchup catchup_native
 if "$PGSYNC" -c "$RESULTS/catchup-native.toml" verify >"$RESULTS/catchup-native-verify.txt"; then native_match=true; else native_match=false; fi
-psql_tgt catchup_native -c "ALTER SUBSCRIPTION native_catchup DISABLE" -c "ALTER SUBSCRIPTION native_catchup SET (slot_name = NONE)" -c "DROP SUBSCRIPTION native_catchup"
+drop_subscription catchup_native native_catchup
 psql_src catchup -c "SELECT pg_drop_replication_slot('native_catchup')" >/dev/null
 
 go run "$root/scripts/plot" -rss "$RESULTS/catchup-pgsync-rss.csv" -log "$RESULTS/catchup-pgsync.log" \

@@ -111,7 +111,7 @@ if [ "$COMPARE" = 1 ]; then
   native_secs=$(elapsed "$t0" "$t1")
   sleep 0.5
   native_src_cpu=$(cpu_delta "$SRC_PORT" "$s0") native_tgt_cpu=$(cpu_delta "$TGT_PORT" "$g0")
-  psql_tgt copy_native -c "ALTER SUBSCRIPTION native_copy DISABLE" -c "ALTER SUBSCRIPTION native_copy SET (slot_name = NONE)" -c "DROP SUBSCRIPTION native_copy"
+  drop_subscription copy_native native_copy
   psql_src copysrc -c "SELECT pg_drop_replication_slot('native_copy')" -c "DROP PUBLICATION native_copy" >/dev/null
   psql_tgt postgres -c "DROP DATABASE copy_native WITH (FORCE)" >/dev/null
 fi

@@ -57,10 +57,7 @@ func (s Sequence) Behind() bool {
 // values on both sides. A target sequence is found through the target
 // table's column (pg_get_serial_sequence) and, failing that, by name.
 func List(ctx context.Context, src, tgt *pgx.Conn, tables []catalog.Table) ([]Sequence, error) {
-	idents := make([]string, len(tables))
-	for i, t := range tables {
-		idents[i] = t.Ident()
-	}
+	idents := catalog.Idents(tables)
 	rows, err := src.Query(ctx, `WITH t AS (SELECT unnest($1::text[])::regclass::oid AS rel),
 used AS (
   -- owned by a column (serial) or an identity column's

@@ -59,13 +59,14 @@ func buildPhase(ctx context.Context, targetURL string, workers int, objs []catal
 			for i := range work {
 				began := time.Now()
 				_, err := conn.Exec(gctx, objs[i].SQL)
-				if err == nil && objs[i].Validate != "" {
-					_, err = conn.Exec(gctx, objs[i].Validate)
-				}
-				out[i] = Built{Object: objs[i], Elapsed: time.Since(began)}
 				if err != nil {
-					out[i].Err = fmt.Errorf("create %s: %w", &objs[i], err)
+					err = fmt.Errorf("create %s: %w", &objs[i], err)
+				} else if objs[i].Validate != "" {
+					if _, verr := conn.Exec(gctx, objs[i].Validate); verr != nil {
+						err = fmt.Errorf("validate %s (it stays NOT VALID on the target): %w", &objs[i], verr)
+					}
 				}
+				out[i] = Built{Object: objs[i], Elapsed: time.Since(began), Err: err}
 			}
 			return nil
 		})
