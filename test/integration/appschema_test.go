@@ -82,6 +82,9 @@ var appWorkload = []string{
 	`BEGIN; INSERT INTO order_items SELECT id, 7, 'bulk', 1 FROM orders WHERE id BETWEEN 100 AND 499;
 DELETE FROM order_items WHERE order_id = 250 AND line = 7; INSERT INTO order_items VALUES (250, 7, 'again', 3);
 INSERT INTO order_items SELECT id, 8, 'bulk', 1 FROM orders WHERE id BETWEEN 100 AND 499; COMMIT`,
+	// A change of one part of a composite key: the old key is sent, the
+	// unchanged part is not set.
+	`UPDATE order_items SET line = line + 10, qty = qty + 1 WHERE order_id % 5 = 0 AND line = 7`,
 }
 
 // appTables are the published tables, leaf partitions included, in a
