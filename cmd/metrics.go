@@ -33,7 +33,7 @@ func registerRunMetrics(reg prometheus.Registerer, stats *replication.Stats, cfg
 			at(func(p *position.Positions) uint64 { return uint64(p.Reported()) })),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "pgsync_source_wal_end_lsn", Help: "WAL end (as a number) the source last announced."},
 			func() float64 { return float64(stats.ServerEnd.Load()) }),
-		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "pgsync_lag_bytes", Help: "WAL bytes between the source's last announced end and the applied position."},
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "pgsync_lag_bytes", Help: "WAL bytes between the source's last announced end and the later of the applied and confirmed positions."},
 			func() float64 { return float64(stats.LagBytes()) }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "pgsync_lag_seconds", Help: "Age of the source commit of the last applied transaction while WAL waits; 0 when caught up."},
 			func() float64 { return stats.LagSeconds(time.Now()) }),

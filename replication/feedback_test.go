@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"github.com/jackc/pglogrepl"
+
+	"github.com/pgsync/pgsync/position"
 )
 
 func TestFeedbackDecide(t *testing.T) {
@@ -58,5 +60,37 @@ func TestAppliedBefore(t *testing.T) {
 		if got := appliedBefore(tt.commit, tt.resume); got != tt.want {
 			t.Errorf("appliedBefore(%s, %s) = %t, want %t", tt.commit, tt.resume, got, tt.want)
 		}
+	}
+}
+
+// TestLagCountsAcknowledgedWAL: WAL after the last published commit, once
+// acknowledged because everything received was applied, is not lag; WAL
+// announced past the acknowledged position is, and so is the age of the
+// last applied commit while it waits.
+func TestLagCountsAcknowledgedWAL(t *testing.T) {
+	var st Stats
+	if st.LagBytes() != 0 || st.LagSeconds(time.Now()) != 0 {
+		t.Fatalf("no session yet: lag %d bytes, %v s", st.LagBytes(), st.LagSeconds(time.Now()))
+	}
+	pos := position.New(100)
+	st.Positions.Store(pos)
+	committed := time.Unix(1000, 0)
+	st.CommitTime.Store(committed.UnixNano())
+
+	pos.AdvanceApplied(200)
+	st.ServerEnd.Store(500)
+	if got := st.LagBytes(); got != 300 {
+		t.Errorf("applied 200, server end 500: lag %d bytes, want 300", got)
+	}
+	if got := st.LagSeconds(committed.Add(7 * time.Second)); got != 7 {
+		t.Errorf("lag %v s while WAL waits, want 7", got)
+	}
+
+	pos.AdvanceReported(500) // drained: the keepalive's end acknowledged
+	if got := st.LagBytes(); got != 0 {
+		t.Errorf("applied 200, acknowledged 500, server end 500: lag %d bytes, want 0", got)
+	}
+	if got := st.LagSeconds(committed.Add(7 * time.Second)); got != 0 {
+		t.Errorf("lag %v s when caught up, want 0", got)
 	}
 }

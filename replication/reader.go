@@ -90,10 +90,12 @@ func (r *reader) readOne(ctx context.Context) error {
 			if err != nil {
 				return fmt.Errorf("keepalive from slot %s: %w", r.slot, err)
 			}
-			r.stats.ServerEnd.Store(uint64(ka.ServerWALEnd))
+			// Acknowledge first: a caught-up reader then never shows the
+			// keepalive's end as lag, even for an instant.
 			if err := r.report(ka.ServerWALEnd, ka.ReplyRequested); err != nil {
 				return err
 			}
+			r.stats.ServerEnd.Store(uint64(ka.ServerWALEnd))
 		case pglogrepl.XLogDataByteID:
 			xld, err := pglogrepl.ParseXLogData(m.Data[1:])
 			if err != nil {

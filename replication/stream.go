@@ -78,14 +78,18 @@ func (st *Stats) LagSeconds(now time.Time) float64 {
 	return max(now.Sub(time.Unix(0, t)).Seconds(), 0)
 }
 
-// LagBytes is how far the applied position is behind the WAL end the server
-// last announced.
+// LagBytes is how far pgsync is behind the WAL end the server last
+// announced. The position done is the later of the applied one and the one
+// acknowledged to the source: WAL after the last published commit (other
+// databases, unpublished tables, checkpoints) needs no apply, and is
+// acknowledged once everything received is applied.
 func (st *Stats) LagBytes() int64 {
 	p := st.Positions.Load()
 	if p == nil {
 		return 0
 	}
-	return max(int64(st.ServerEnd.Load())-int64(p.Applied()), 0)
+	done := max(p.Applied(), p.Reported())
+	return max(int64(st.ServerEnd.Load())-int64(done), 0)
 }
 
 // Timing of the reader. readTimeout bounds each receive so that feedback
