@@ -10,6 +10,7 @@ import (
 	"io"
 	"log/slog"
 	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -273,9 +274,10 @@ FROM unnest($1::text[]) t`, idents, builtinTypes)
 // Copy copies tables with at most MaxParallel concurrent streams. Each
 // stream is one source transaction (REPEATABLE READ, READ ONLY) that imports
 // the snapshot before reading anything; a stream that cannot import it fails
-// the copy rather than reading another point in time. Each table is emptied
-// and filled in one target transaction, so an interrupted copy leaves no
-// half-copied table behind a committed row count.
+// the copy rather than reading another point in time. Each table, or each
+// range of a table's blocks, is filled in one target transaction
+// (copyPartOf). While the copy runs, autovacuum is held off the target
+// tables (holdOffAutovacuum); the hold ends when Copy returns.
 func Copy(ctx context.Context, opts Options, tables []catalog.Table) ([]TableResult, error) {
 	log := opts.Logger
 	if log == nil {
@@ -289,6 +291,8 @@ func Copy(ctx context.Context, opts Options, tables []catalog.Table) ([]TableRes
 	if err != nil {
 		return nil, err
 	}
+	release := holdOffAutovacuum(ctx, opts.TargetURL, tables, log)
+	defer release()
 	work := make(chan copyPart, len(parts))
 	for _, p := range parts {
 		work <- p
@@ -330,6 +334,51 @@ func Copy(ctx context.Context, opts Options, tables []catalog.Table) ([]TableRes
 	err = g.Wait()
 	sort.Slice(results, func(i, j int) bool { return results[i].Table < results[j].Table })
 	return results, err
+}
+
+// holdOffAutovacuum keeps autovacuum away from the target tables while
+// they are being filled: one session holds SHARE UPDATE EXCLUSIVE on them,
+// which COPY's ROW EXCLUSIVE does not conflict with, and autovacuum skips
+// a table it cannot lock at once (except to prevent wraparound, which a
+// table just filled does not need). Without it, autovacuum starts on a
+// table during a long copy, does work the copy makes stale, and is still
+// running when the index builds after the copy queue behind it, for
+// deadlock_timeout, until PostgreSQL cancels it (docs/benchmarks.md).
+// The hold is an optimisation: when the lock is not granted within a
+// second, or the session fails, the copy goes on without it. Nothing
+// outlives pgsync: the lock ends with the session. release must be called
+// before anything that locks the tables more strongly (the index builds),
+// which would otherwise wait for the hold.
+func holdOffAutovacuum(ctx context.Context, targetURL string, tables []catalog.Table, log *slog.Logger) (release func()) {
+	noop := func() {}
+	if len(tables) == 0 {
+		return noop
+	}
+	conn, err := pgconnect.Connect(ctx, "target", targetURL)
+	if err != nil {
+		log.Info("autovacuum not held off the target tables during the copy", "err", err)
+		return noop
+	}
+	closeConn := func() { conn.Close(context.WithoutCancel(ctx)) }
+	// One transaction: the lock is held until COMMIT. It holds no snapshot
+	// while idle (READ COMMITTED), so it keeps no row versions alive.
+	lock := "BEGIN; SET LOCAL lock_timeout = '1s'; SET LOCAL idle_in_transaction_session_timeout = 0; " +
+		"LOCK TABLE ONLY " + strings.Join(catalog.Idents(tables), ", ") + " IN SHARE UPDATE EXCLUSIVE MODE"
+	if _, err := conn.Exec(ctx, lock); err != nil {
+		log.Info("autovacuum not held off the target tables during the copy", "err", err)
+		closeConn()
+		return noop
+	}
+	return func() {
+		// Closing the session would end the hold too; COMMIT ends it
+		// cleanly, within a bound even when ctx has ended.
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		if _, err := conn.Exec(cctx, "COMMIT"); err != nil {
+			log.Debug("end the autovacuum hold", "err", err)
+		}
+		closeConn()
+	}
 }
 
 func copyStream(ctx context.Context, opts Options, work <-chan copyPart, imported func(), done func(TableResult)) error {

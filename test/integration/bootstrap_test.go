@@ -10,6 +10,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 )
 
 func TestBootstrapCopiesEveryTypeAndVerifies(t *testing.T) {
@@ -329,4 +332,59 @@ func TestBootstrapChecksTheSource(t *testing.T) {
 		t.Errorf("teardown while running: exit %d\n%s", r.code, r.stderr)
 	}
 	bg.kill9(t)
+}
+
+// TestCopyHoldsAutovacuumOff: while bootstrap copies, one pgsync session
+// holds SHARE UPDATE EXCLUSIVE on the target tables, so that autovacuum
+// (which skips a table it cannot lock) leaves them alone, and COPY is not
+// blocked by it; the hold ends before the indexes of created tables are
+// built, which would otherwise wait for it forever. A statement trigger
+// that sleeps keeps the copy of one table open long enough to look.
+func TestCopyHoldsAutovacuumOff(t *testing.T) {
+	e := newEnv(t, `CREATE TABLE held (id int PRIMARY KEY, v text);
+INSERT INTO held SELECT g, 'v' || g FROM generate_series(1, 1000) g;
+CREATE TABLE made (id int PRIMARY KEY, v text);
+INSERT INTO made SELECT g, 'm' || g FROM generate_series(1, 1000) g;`, "")
+	e.tgtExec(`CREATE TABLE held (id int PRIMARY KEY, v text);
+CREATE FUNCTION slow_copy() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN PERFORM pg_sleep(4); RETURN NULL; END $$;
+CREATE TRIGGER held_slow BEFORE INSERT ON held FOR EACH STATEMENT EXECUTE FUNCTION slow_copy();
+ALTER TABLE held ENABLE ALWAYS TRIGGER held_slow`)
+	bg := e.start("bootstrap")
+	holds := `SELECT count(*) FROM pg_locks WHERE relation = 'held'::regclass AND mode = 'ShareUpdateExclusiveLock' AND granted`
+	eventually(t, 30*time.Second, "a SHARE UPDATE EXCLUSIVE hold on held during its copy", func() bool {
+		return queryOne[int](t, e.tgt, holds) == 1
+	})
+
+	// What autovacuum does with a table it cannot lock: VACUUM with
+	// SKIP_LOCKED skips it, with a warning, instead of waiting.
+	cfg, err := pgx.ParseConfig(e.tgtURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var notices []string
+	cfg.OnNotice = func(_ *pgconn.PgConn, n *pgconn.Notice) { notices = append(notices, n.Message) }
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	vac, err := pgx.ConnectConfig(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer vac.Close(context.Background())
+	if _, err := vac.Exec(ctx, "VACUUM (SKIP_LOCKED) held"); err != nil {
+		t.Fatalf("VACUUM (SKIP_LOCKED) during the copy: %v", err)
+	}
+	if len(notices) != 1 || !strings.Contains(notices[0], `skipping vacuum of "held" --- lock not available`) {
+		t.Errorf("VACUUM (SKIP_LOCKED) during the copy did not skip held: notices %q", notices)
+	}
+
+	if code := bg.wait(t, 60*time.Second); code != 0 {
+		t.Fatalf("bootstrap: exit %d\n%s", code, bg.stderr.String())
+	}
+	if !strings.Contains(bg.stderr.String(), "primary key made_pkey on public.made") {
+		t.Errorf("bootstrap did not build made's primary key after the copy:\n%s", bg.stderr.String())
+	}
+	if n := queryOne[int](t, e.tgt, holds); n != 0 {
+		t.Errorf("%d SHARE UPDATE EXCLUSIVE locks on held remain after bootstrap", n)
+	}
+	e.mustVerify()
 }
