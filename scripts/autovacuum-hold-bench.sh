@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# What holding autovacuum off the target tables during the copy saves: the
+# one-table copy of scripts/copy-bench.sh (8M rows, 2 streams, pgsync only)
+# at BASE, which has no hold, and at this tree, interleaved. For each run:
+# the copy and primary key build seconds from the bootstrap log, the total
+# and the target's CPU from copy.json, and how many autovacuum tasks the
+# target cancelled during the run (an index build that found autovacuum on
+# its table waited deadlock_timeout for that).
+#   BASE=00286dc ROUNDS=3 bash scripts/autovacuum-hold-bench.sh
+# Writes bench-results/experiments/autovacuum-hold/runs.jsonl and keeps
+# each run's bootstrap log there.
+set -euo pipefail
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+BASE=${BASE:-00286dc}
+ROUNDS=${ROUNDS:-3}
+RESULTS=${RESULTS:-$root/bench-results}
+out="$RESULTS/experiments/autovacuum-hold"
+log=${PGSYNC_PG_DIR:-/tmp/pgsync-bench-pg}/target.log
+mkdir -p "$out"
+: >"$out/runs.jsonl"
+
+work=$(mktemp -d)
+cleanup() { git -C "$root" worktree remove --force "$work/base" 2>/dev/null || true; rm -rf "$work"; }
+trap cleanup EXIT
+git -C "$root" worktree add -q --detach "$work/base" "$BASE"
+head=$(git -C "$root" describe --always --dirty)
+
+cancels() { grep -c "canceling autovacuum task" "$log" 2>/dev/null || true; }
+for round in $(seq "$ROUNDS"); do
+  for variant in base head; do
+    tree=$root
+    [ "$variant" = base ] && tree=$work/base
+    runs="$work/$variant"
+    rm -rf "$runs" && mkdir -p "$runs"
+    before=$(cancels)
+    (cd "$tree" && RESULTS="$runs" STREAMS=2 COMPARE=0 bash scripts/copy-bench.sh >"$runs/out.txt" 2>&1)
+    after=$(cancels)
+    cp "$runs/copy-2-bootstrap.log" "$out/round$round-$variant-bootstrap.log"
+    python3 - "$runs" "$variant" "$round" "$BASE" "$((after - before))" "$head" >>"$out/runs.jsonl" <<'EOF'
+import json, re, sys
+runs, variant, rnd, base, cancelled, head = sys.argv[1:]
+d = json.load(open(f'{runs}/copy.json'))['pgsync'][0]
+text = open(f'{runs}/copy-2-bootstrap.log').read()
+copy = float(re.search(r'msg="table copied".* seconds=([0-9.]+)', text).group(1))
+pk = float(re.search(r'msg=created object="primary key[^"]*" seconds=([0-9.]+)', text).group(1))
+print(json.dumps({'round': int(rnd), 'variant': variant, 'commit': base if variant == 'base' else head,
+                  'copy_seconds': copy, 'pk_seconds': pk, 'seconds': d['seconds'],
+                  'target_cpu_seconds': d['target_cpu_seconds'], 'hashes_match': d['hashes_match'],
+                  'autovacuum_cancelled': int(cancelled)}))
+EOF
+    tail -1 "$out/runs.jsonl"
+  done
+done
