@@ -30,7 +30,7 @@ for round in $(seq "$ROUNDS"); do
   for variant in base head; do
     tree=$root
     [ "$variant" = base ] && tree=$work/base
-    runs="$work/$variant"
+    runs="$work/runs-$variant"
     rm -rf "$runs" && mkdir -p "$runs"
     before=$(cancels)
     (cd "$tree" && RESULTS="$runs" STREAMS=2 COMPARE=0 bash scripts/copy-bench.sh >"$runs/out.txt" 2>&1)
