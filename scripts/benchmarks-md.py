@@ -53,7 +53,9 @@ except the many-jobs table at the end (commit `2b06f6d`, not rerun). Right
 after that run came `scripts/pk-bench.sh` (at `{pk['environment']['pgsync_commit'] if pk else 'n/a'}`; it times
 PostgreSQL alone, no pgsync) and the `synchronous_commit = off` experiment
 (an experiment build, see "Ways tried"); the hot-path step was taken twice
-(see the hot path).
+(see the hot path). The autovacuum hold during the copy came after all of
+them: `scripts/autovacuum-hold-bench.sh` compares it with the commit before
+it, interleaved (see "Ways tried"); the figures above were taken without it.
 
 ## Reproducing it
 
@@ -68,6 +70,7 @@ ROWS=80000000 TABLES=2 COMPARE=0 STREAMS=2 RESULTS=bench-results/copy-10gb bash 
 bash scripts/bigtxn-bench.sh               # BIG_ROWS=1000000 (PGSYNC= another build to compare)
 go run ./scripts/insert-copy-bench -url postgres://postgres@127.0.0.1:57433/postgres
 bash scripts/pk-bench.sh                   # after bench.sh DATASET=1GB: a primary key during COPY or after
+bash scripts/autovacuum-hold-bench.sh      # BASE=00286dc ROUNDS=3: the copy with and without the autovacuum hold
 PGSYNC=/tmp/pgsync-async RESULTS=bench-results/experiments/async-commit/2-async bash scripts/catchup-bench.sh
                                            # one experiment run: a build whose pgconnect sets synchronous_commit = off
 bash scripts/scale.sh                      # WORKERS="5 10 20", SCALE_SECONDS=60
@@ -517,6 +520,18 @@ if pk:
               f"without, then `ADD PRIMARY KEY` {rng([r['without_pk_copy_seconds'] for r in rs])} + {rng([r['add_pk_seconds'] for r in rs])} s, {rng([r['without_pk_target_cpu_seconds'] for r in rs])} s of target CPU | yes |")
 else:
     pk_row = "| the primary key of a table bootstrap creates, built after the copy | not measured in this run | yes |"
+avh_path = f'{R}/experiments/autovacuum-hold/runs.jsonl'
+avh = [json.loads(line) for line in open(avh_path)] if os.path.exists(avh_path) else []
+if avh:
+    def avh_part(variant, label):
+        rs = [r for r in avh if r['variant'] == variant]
+        return (f"{label} (`{rs[0]['commit']}`): copy {rng([r['copy_seconds'] for r in rs])} s, primary key {rng([r['pk_seconds'] for r in rs])} s, whole bootstrap {rng([r['seconds'] for r in rs])} s, "
+                f"{sum(r['autovacuum_cancelled'] for r in rs)} autovacuum tasks cancelled in {len(rs)} runs")
+    avh_row = ("| holding autovacuum off the target tables during the copy (one session holds `SHARE UPDATE EXCLUSIVE`, which autovacuum skips) | "
+               f"8M-row table, 2 streams, interleaved (`scripts/autovacuum-hold-bench.sh`, `bench-results/experiments/autovacuum-hold/`): "
+               f"{avh_part('base', 'without')}; {avh_part('head', 'with')}. Without the hold, autovacuum starts on the table during the copy and the primary key build waits `deadlock_timeout` (1 s) until PostgreSQL cancels it. The key build gains that second in every run; the copy itself varied by as much between runs, so the whole bootstrap's gain is not shown by these three rounds | yes |")
+else:
+    avh_row = "| holding autovacuum off the target tables during the copy | not measured | yes |"
 cm = [c['pgsync']['target_commits'] for c in catch.values()]
 w(f'''## Ways tried, kept and rejected
 
@@ -528,6 +543,7 @@ w(f'''## Ways tried, kept and rejected
 | ranges with one stream | no gain: a 3M-row table by one stream took 5.00-6.76 s whole and 5.67-5.80 s in 14 ranges (`copy_range_mb` 0 and 32, two bootstraps each, by hand while another benchmark loaded the machine); each range costs a query through the executor and a transaction | no |
 | COPY for runs of INSERTs | less target CPU from 256 rows a run (table above) | yes, from 256 rows |
 {pk_row}
+{avh_row}
 | pgoutput `binary` | peek in binary {rng([c['peek_binary_seconds'] for c in catch.values()])} s vs text {rng([c['peek_seconds'] for c in catch.values()])} s, while the walsender spends {rng([floor_run(c)['cpu_seconds']['walsender'] for c in catch.values() if not polluted(floor_run(c)['cpu_seconds']['walsender'], floor_run(c)['seconds'])])} s of CPU for the floor: most of its cost is sending, which binary does not change; the target's input would gain, but binary arrays and records carry type OIDs that differ between servers | no (not built) |
 | `synchronous_commit = off` on the target with flush-LSN acknowledgement | a catch-up makes {rng(cm, '%d')} target commits (groups of up to 4 MiB or 1 s). The most it could gain, measured with a build whose target session sets `synchronous_commit = off` and nothing else (unsafe as it stands: it acknowledges unflushed commits), four catch-up runs interleaved (`bench-results/experiments/async-commit/`): {async_summary}. No time to gain, so the flush-LSN acknowledgement it would need was not built; larger groups, whose only saving is fewer of the same commits, were not tried for the same reason | no |
 | the reader's pause | faster and less CPU in interleaved runs (above) | yes |
