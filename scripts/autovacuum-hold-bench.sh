@@ -7,17 +7,25 @@
 # target cancelled during the run (an index build that found autovacuum on
 # its table waited deadlock_timeout for that).
 #   BASE=00286dc ROUNDS=3 bash scripts/autovacuum-hold-bench.sh
-# Writes bench-results/experiments/autovacuum-hold/runs.jsonl and keeps
-# each run's bootstrap log there.
+#   TABLES=2 COMPARE=1 ROUNDS=2 ...   the two 4M-row tables (the 1GB dataset
+#                                     of bench.sh), with native's copy in
+#                                     each run
+# Writes bench-results/experiments/autovacuum-hold/runs.jsonl (with
+# TABLES=2: runs-2-tables.jsonl) and keeps each run's bootstrap log there.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 BASE=${BASE:-00286dc}
 ROUNDS=${ROUNDS:-3}
+TABLES=${TABLES:-1}
+COMPARE=${COMPARE:-0}
 RESULTS=${RESULTS:-$root/bench-results}
 out="$RESULTS/experiments/autovacuum-hold"
 log=${PGSYNC_PG_DIR:-/tmp/pgsync-bench-pg}/target.log
 mkdir -p "$out"
-: >"$out/runs.jsonl"
+jsonl=$out/runs.jsonl
+tag=""
+if [ "$TABLES" != 1 ]; then jsonl=$out/runs-$TABLES-tables.jsonl tag=-$TABLES-tables; fi
+: >"$jsonl"
 
 work=$(mktemp -d)
 cleanup() { git -C "$root" worktree remove --force "$work/base" 2>/dev/null || true; rm -rf "$work"; }
@@ -33,21 +41,24 @@ for round in $(seq "$ROUNDS"); do
     runs="$work/runs-$variant"
     rm -rf "$runs" && mkdir -p "$runs"
     before=$(cancels)
-    (cd "$tree" && RESULTS="$runs" STREAMS=2 COMPARE=0 bash scripts/copy-bench.sh >"$runs/out.txt" 2>&1)
+    (cd "$tree" && RESULTS="$runs" STREAMS=2 TABLES="$TABLES" COMPARE="$COMPARE" bash scripts/copy-bench.sh >"$runs/out.txt" 2>&1)
     after=$(cancels)
-    cp "$runs/copy-2-bootstrap.log" "$out/round$round-$variant-bootstrap.log"
-    python3 - "$runs" "$variant" "$round" "$BASE" "$((after - before))" "$head" >>"$out/runs.jsonl" <<'EOF'
+    cp "$runs/copy-2-bootstrap.log" "$out/round$round-$variant$tag-bootstrap.log"
+    python3 - "$runs" "$variant" "$round" "$BASE" "$((after - before))" "$head" >>"$jsonl" <<'EOF'
 import json, re, sys
 runs, variant, rnd, base, cancelled, head = sys.argv[1:]
 d = json.load(open(f'{runs}/copy.json'))['pgsync'][0]
 text = open(f'{runs}/copy-2-bootstrap.log').read()
-copy = float(re.search(r'msg="table copied".* seconds=([0-9.]+)', text).group(1))
-pk = float(re.search(r'msg=created object="primary key[^"]*" seconds=([0-9.]+)', text).group(1))
+# With several tables: the longest copy and key build (they run in parallel).
+copy = max(float(x) for x in re.findall(r'msg="table copied".* seconds=([0-9.]+)', text))
+pk = max(float(x) for x in re.findall(r'msg=created object="primary key[^"]*" seconds=([0-9.]+)', text))
+whole = json.load(open(f'{runs}/copy.json'))
+native = whole.get('native_subscription', {}).get('seconds')
 print(json.dumps({'round': int(rnd), 'variant': variant, 'commit': base if variant == 'base' else head,
                   'copy_seconds': copy, 'pk_seconds': pk, 'seconds': d['seconds'],
                   'target_cpu_seconds': d['target_cpu_seconds'], 'hashes_match': d['hashes_match'],
-                  'autovacuum_cancelled': int(cancelled)}))
+                  'autovacuum_cancelled': int(cancelled), 'native_seconds': native}))
 EOF
-    tail -1 "$out/runs.jsonl"
+    tail -1 "$jsonl"
   done
 done
