@@ -344,8 +344,8 @@ func Copy(ctx context.Context, opts Options, tables []catalog.Table) ([]TableRes
 // table during a long copy, does work the copy makes stale, and is still
 // running when the index builds after the copy queue behind it, for
 // deadlock_timeout, until PostgreSQL cancels it (docs/benchmarks.md).
-// The hold is an optimisation: when the lock is not granted within a
-// second, or the session fails, the copy goes on without it. Nothing
+// The hold is an optimisation: when the lock is not granted within 3 s,
+// or the session fails, the copy goes on without it. Nothing
 // outlives pgsync: the lock ends with the session. release must be called
 // before anything that locks the tables more strongly (the index builds),
 // which would otherwise wait for the hold.
@@ -360,9 +360,12 @@ func holdOffAutovacuum(ctx context.Context, targetURL string, tables []catalog.T
 		return noop
 	}
 	closeConn := func() { conn.Close(context.WithoutCancel(ctx)) }
-	// One transaction: the lock is held until COMMIT. It holds no snapshot
-	// while idle (READ COMMITTED), so it keeps no row versions alive.
-	lock := "BEGIN; SET LOCAL lock_timeout = '1s'; SET LOCAL idle_in_transaction_session_timeout = 0; " +
+	// One transaction: the lock is held until COMMIT. It takes no snapshot
+	// (LOCK and SET do not), so it keeps no row versions alive. An
+	// autovacuum already running on a table is cancelled by PostgreSQL
+	// after deadlock_timeout (1 s by default) of waiting: lock_timeout
+	// leaves it time to.
+	lock := "BEGIN ISOLATION LEVEL READ COMMITTED; SET LOCAL lock_timeout = '3s'; SET LOCAL idle_in_transaction_session_timeout = 0; " +
 		"LOCK TABLE ONLY " + strings.Join(catalog.Idents(tables), ", ") + " IN SHARE UPDATE EXCLUSIVE MODE"
 	if _, err := conn.Exec(ctx, lock); err != nil {
 		log.Info("autovacuum not held off the target tables during the copy", "err", err)
