@@ -31,9 +31,10 @@ hot_new, hot_old = med_hot(f'{R}/hotpath.txt'), med_hot(f'{R}/hotpath-bfb5f65.tx
 
 pause = [v for k, v in catch.items() if k.endswith('-pause')]
 nopause = [v for k, v in catch.items() if k.endswith('-nopause')]
-def rng(xs, f='%.2f'): 
+def rng(xs, f='%.2f'):
     xs = sorted(xs)
-    return (f % xs[0]) if xs[0] == xs[-1] else (f % xs[0]) + '-' + (f % xs[-1])
+    lo, hi = f % xs[0], f % xs[-1]
+    return lo if lo == hi else lo + '-' + hi
 
 out = []
 w = out.append
@@ -527,9 +528,21 @@ if avh:
         rs = [r for r in avh if r['variant'] == variant]
         return (f"{label} (`{rs[0]['commit']}`): copy {rng([r['copy_seconds'] for r in rs])} s, primary key {rng([r['pk_seconds'] for r in rs])} s, whole bootstrap {rng([r['seconds'] for r in rs])} s, "
                 f"{sum(r['autovacuum_cancelled'] for r in rs)} autovacuum tasks cancelled in {len(rs)} runs")
+    avh2_path = f'{R}/experiments/autovacuum-hold/runs-2-tables.jsonl'
+    avh2 = [json.loads(line) for line in open(avh2_path)] if os.path.exists(avh2_path) else []
+    two = ''
+    if avh2:
+        def two_part(variant, label):
+            rs = [r for r in avh2 if r['variant'] == variant]
+            return (f"{label}: {rng([r['seconds'] for r in rs])} s against native's {rng([r['native_seconds'] for r in rs])} s in the same runs "
+                    f"({rng([r['seconds'] / r['native_seconds'] for r in rs], '%.2f')}x), keys {rng([r['pk_seconds'] for r in rs])} s")
+        cancelled = sum(r['autovacuum_cancelled'] for r in avh2)
+        two = (f" Two 4M-row tables (the 1GB dataset; `TABLES=2 COMPARE=1 ROUNDS={max(r['round'] for r in avh2)}`, `runs-2-tables.jsonl`), "
+               f"{two_part('base', 'without')}; {two_part('head', 'with')}; {cancelled} autovacuum tasks cancelled in these runs"
+               + (": autovacuum did not reach these shorter copies, and the hold had nothing to change." if cancelled == 0 else "."))
     avh_row = ("| holding autovacuum off the target tables during the copy (one session holds `SHARE UPDATE EXCLUSIVE`, which autovacuum skips) | "
                f"8M-row table, 2 streams, interleaved (`scripts/autovacuum-hold-bench.sh`, `bench-results/experiments/autovacuum-hold/`): "
-               f"{avh_part('base', 'without')}; {avh_part('head', 'with')}. Without the hold, autovacuum starts on the table during the copy and the primary key build waits `deadlock_timeout` (1 s) until PostgreSQL cancels it. The key build gains that second in every run; the copy itself varied by as much between runs, so the whole bootstrap's gain is not shown by these three rounds | yes |")
+               f"{avh_part('base', 'without')}; {avh_part('head', 'with')}. Without the hold, autovacuum starts on the table during the copy and the primary key build waits `deadlock_timeout` (1 s) until PostgreSQL cancels it. The key build gains that second in every run; the copy itself varied by as much between runs, so the whole bootstrap's gain is not shown by these three rounds.{two} | yes |")
 else:
     avh_row = "| holding autovacuum off the target tables during the copy | not measured | yes |"
 cm = [c['pgsync']['target_commits'] for c in catch.values()]
