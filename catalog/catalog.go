@@ -120,6 +120,15 @@ func Idents(tables []Table) []string {
 	return idents
 }
 
+// RefIdents is Idents for a list of references to tables.
+func RefIdents(tables []*Table) []string {
+	idents := make([]string, len(tables))
+	for i, t := range tables {
+		idents[i] = t.Ident()
+	}
+	return idents
+}
+
 // QuoteIdent quotes one identifier.
 func QuoteIdent(s string) string { return pgx.Identifier{s}.Sanitize() }
 

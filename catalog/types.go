@@ -21,10 +21,7 @@ func (u UserType) String() string { return u.Schema + "." + u.Name }
 // a composite after its attributes' types, arrays through their element
 // type), with the DDL that recreates it.
 func UsedTypes(ctx context.Context, q Querier, tables []*Table) ([]UserType, error) {
-	idents := make([]string, len(tables))
-	for i, t := range tables {
-		idents[i] = t.Ident()
-	}
+	idents := RefIdents(tables)
 	rows, err := q.Query(ctx, `
 WITH RECURSIVE used(oid, depth) AS (
   SELECT a.atttypid, 0 FROM pg_attribute a
@@ -89,10 +86,7 @@ WHERE n.nspname = $1 AND t.typname = $2)`, schema, name)
 // (by signature), as "table.column: function(args)", so that bootstrap can
 // name them all before it creates anything.
 func MissingDefaultFunctions(ctx context.Context, src, tgt Querier, tables []*Table) ([]string, error) {
-	idents := make([]string, len(tables))
-	for i, t := range tables {
-		idents[i] = t.Ident()
-	}
+	idents := RefIdents(tables)
 	rows, err := src.Query(ctx, `
 SELECT DISTINCT n.nspname || '.' || c.relname || '.' || a.attname, p.oid::regprocedure::text
 FROM pg_attrdef d

@@ -368,10 +368,7 @@ func createInSchema(ctx context.Context, tgt *pgx.Conn, schema, ddl string) erro
 // rows of the other tables are left as they are, as a subscription's copy
 // leaves them. tgt is a replica session (pgconnect.ReplicaSession).
 func emptyTargetTables(ctx context.Context, tgt *pgx.Conn, tables []*catalog.Table) error {
-	idents := make([]string, len(tables))
-	for i, t := range tables {
-		idents[i] = t.Ident()
-	}
+	idents := catalog.RefIdents(tables)
 	_, err := tgt.Exec(ctx, "TRUNCATE ONLY "+strings.Join(idents, ", "))
 	var pgErr *pgconn.PgError
 	if !errors.As(err, &pgErr) || pgErr.Code != "0A000" {

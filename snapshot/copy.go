@@ -244,10 +244,7 @@ func readLayout(ctx context.Context, opts Options, tables []*catalog.Table) (lay
 		return l, fmt.Errorf("read the target's settings: %w", err)
 	}
 	sameServers := srcVersion/10000 == tgtVersion/10000 && srcEncoding == tgtEncoding
-	idents := make([]string, len(tables))
-	for i, t := range tables {
-		idents[i] = t.Ident()
-	}
+	idents := catalog.RefIdents(tables)
 	rows, err := src.Query(ctx, `SELECT t, pg_relation_size(t::regclass) / current_setting('block_size')::bigint,
        coalesce((SELECT bool_and(a.atttypid < $2) FROM pg_attribute a
                  WHERE a.attrelid = t::regclass AND a.attnum > 0 AND NOT a.attisdropped AND a.attgenerated = ''), true)
