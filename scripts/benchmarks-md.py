@@ -38,6 +38,9 @@ def rng(xs, f='%.2f'):
 
 out = []
 w = out.append
+pk_note = ''
+if pk and pk['environment']['pgsync_commit'] != commit:
+    pk_note = f" and `scripts/pk-bench.sh` (at `{pk['environment']['pgsync_commit']}`; it times PostgreSQL alone, no pgsync)"
 w(f'''# pgsync benchmarks
 
 Every figure here was measured on the machine described below, by the
@@ -50,13 +53,10 @@ minutes apart in the same script on the same machine.
 
 All figures come from one run of the scripts at commit `{commit}`, one
 after the other{'' if c10['environment']['pgsync_commit'] == commit else ", except the 10 GB copy (commit `" + c10['environment']['pgsync_commit'] + "`: its code differs only in when a table is cut into ranges)"},
-except the many-jobs table at the end (commit `2b06f6d`, not rerun). Right
-after that run came `scripts/pk-bench.sh` (at `{pk['environment']['pgsync_commit'] if pk else 'n/a'}`; it times
-PostgreSQL alone, no pgsync) and the `synchronous_commit = off` experiment
-(an experiment build, see "Ways tried"); the hot-path step was taken twice
-(see the hot path). The autovacuum hold during the copy came after all of
-them: `scripts/autovacuum-hold-bench.sh` compares it with the commit before
-it, interleaved (see "Ways tried"); the figures above were taken without it.
+except the many-jobs table at the end (commit `2b06f6d`, not rerun){pk_note}.
+Two experiments ran apart from it, each interleaved with another build (see
+"Ways tried"): `synchronous_commit = off` on the target, and the autovacuum
+hold during the copy against the commit before it.
 
 ## Reproducing it
 
@@ -273,17 +273,29 @@ one = [r for r in rows if r['streams'] == 1][0]
 two = [r for r in rows if r['streams'] == 2][0]
 e = j(f'{R}/earlier/copy-892fe5e.json')
 eone = [r for r in e['pgsync'] if r['streams'] == 1][0]
+earlier294 = ''
+if os.path.exists(f'{R}/earlier/copy-294c9a3.json') and commit != '294c9a3':
+    e2 = j(f'{R}/earlier/copy-294c9a3.json')
+    e2r = {r['streams']: r['seconds'] for r in e2['pgsync']}
+    b2 = j(f'{R}/earlier/bench-1gb-294c9a3.json')['snapshot']
+    earlier294 = (f"\nThe previous run of the whole set, at `294c9a3` (`bench-results/earlier/`; its copy code had no autovacuum hold, see \"Ways tried\"): "
+                  f"one stream {e2r[1]} s, two streams {e2r[2]} s, four {e2r[4]} s, native {e2['native_subscription']['seconds']} s "
+                  f"({e2['native_subscription']['seconds']/min(e2r.values()):.2f}x); the two 4M-row tables "
+                  f"{b2['pgsync_seconds']} s against native's {b2['native_subscription_seconds']} s ({b2['pgsync_seconds']/b2['native_subscription_seconds']:.2f}x).\n")
 earlier518 = ''
 if os.path.exists(f'{R}/earlier/copy-518836d.json'):
     e5 = j(f'{R}/earlier/copy-518836d.json')
+    natives = [e['native_subscription']['seconds'], e5['native_subscription']['seconds'], nat1]
+    if earlier294:
+        natives.append(e2['native_subscription']['seconds'])
     e5r = {r['streams']: r['seconds'] for r in e5['pgsync']}
     b5 = j(f'{R}/earlier/bench-1gb-518836d.json')['snapshot']
-    earlier518 = (f"\nThe run before this one, at `518836d` (`bench-results/earlier/`), created the primary key with "
+    earlier518 = (f"\nThe run at `518836d` (`bench-results/earlier/`) created the primary key with "
                   f"the table: one stream {e5r[1]} s, two streams {e5r[2]} s, four {e5r[4]} s, native {e5['native_subscription']['seconds']} s "
                   f"({e5['native_subscription']['seconds']/min(e5r.values()):.2f}x), binary pipe {e5['binary_copy_pipe_seconds']} s; and the two 4M-row tables "
                   f"{b5['pgsync_seconds']} s against native's {b5['native_subscription_seconds']} s ({b5['pgsync_seconds']/b5['native_subscription_seconds']:.2f}x). "
-                  f"Native's time for the same table on the same machine ranges from {min(e['native_subscription']['seconds'], e5['native_subscription']['seconds'], nat1)} s "
-                  f"to {max(e['native_subscription']['seconds'], e5['native_subscription']['seconds'], nat1)} s over these three runs: ratios within a run are the figures "
+                  f"Native's time for the same table on the same machine ranges from {min(natives)} s "
+                  f"to {max(natives)} s over these {len(natives)} runs: ratios within a run are the figures "
                   f"to compare, and what the primary key costs during COPY is measured interleaved in `scripts/pk-bench.sh` (below).\n")
 
 etwo = [r for r in e['pgsync'] if r['streams'] == 2][0]
@@ -293,7 +305,7 @@ the copy code differs only in when a table is cut): one stream
 {eone['seconds']} s, two streams {etwo['seconds']} s, native {e['native_subscription']['seconds']} s, binary pipe
 {e['binary_copy_pipe_seconds']} s. So on this machine two streams were {eone['seconds']/etwo['seconds']:.2f}x as fast as one
 stream at `892fe5e` and {one['seconds']/two['seconds']:.2f}x in this run.
-{earlier518}
+{earlier294}{earlier518}
 
 Where the time goes: the target's COPY is the largest consumer
 ({one['target_cpu_seconds']} s of CPU for one pgsync stream in binary, against
