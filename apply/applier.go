@@ -190,7 +190,9 @@ func (a *Applier) ResumeLSN(ctx context.Context) (pglogrepl.LSN, error) {
 	if p.State != StateReady {
 		return 0, fmt.Errorf("job %s: bootstrap did not finish (pgsync.progress state %q): rerun pgsync bootstrap", a.opts.Job, p.State)
 	}
-	if err := addProgressColumns(ctx, a.conn); err != nil {
+	// Also creates pgsync.tables for a job bootstrapped by an earlier
+	// release: Relation reads it for every table.
+	if err := EnsureProgressTable(ctx, a.conn); err != nil {
 		return 0, err
 	}
 	if err := a.awaitAddedTables(ctx); err != nil {
@@ -330,14 +332,14 @@ func (a *Applier) Relation(ctx context.Context, r *pgoutput.Relation) error {
 	}
 	// Read now, not at the session's start: add-tables may have added the
 	// table since, and its copy point decides which changes to skip.
-	added, err := ReadAddedTables(ctx, a.conn, a.opts.Job)
+	added, err := readAddedTable(ctx, a.conn, a.opts.Job, r.Schema, r.Name)
 	if err != nil {
 		return a.fail(ctx, err)
 	}
-	if t := added[r.String()]; t.State == TableCopying {
+	if added.State == TableCopying {
 		return a.fail(ctx, &TableBeingAddedError{Job: a.opts.Job, Table: r.String(), LSN: a.sourceLSN})
 	}
-	rel.copiedAt = added[r.String()].CopiedLSN
+	rel.copiedAt = added.CopiedLSN
 	a.relations[r.ID] = rel
 	return nil
 }

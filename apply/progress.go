@@ -186,6 +186,27 @@ func ReadAddedTables(ctx context.Context, conn *pgx.Conn, job string) (map[strin
 	return out, rows.Err()
 }
 
+// readAddedTable returns the pgsync.tables row of one table of the job,
+// the zero AddedTable when it has none (a table of the job's bootstrap).
+// pgsync.tables must exist (ResumeLSN makes sure of it): an error would
+// abort the target transaction the caller may have open.
+func readAddedTable(ctx context.Context, conn *pgx.Conn, job, schema, name string) (AddedTable, error) {
+	t := AddedTable{Schema: schema, Name: name}
+	var lsn string
+	err := conn.QueryRow(ctx, `SELECT state, coalesce(copied_lsn, '0/0')::text FROM pgsync.tables WHERE job = $1 AND schema_name = $2 AND table_name = $3`,
+		job, schema, name).Scan(&t.State, &lsn)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return AddedTable{}, nil
+	}
+	if err != nil {
+		return t, fmt.Errorf("read pgsync.tables for %s.%s: %w", schema, name, err)
+	}
+	if t.CopiedLSN, err = pglogrepl.ParseLSN(lsn); err != nil {
+		return t, fmt.Errorf("pgsync.tables: %s.%s: lsn %q: %w", schema, name, lsn, err)
+	}
+	return t, nil
+}
+
 // MarkTablesCopying records that add-tables is copying tables for job.
 func MarkTablesCopying(ctx context.Context, conn *pgx.Conn, job string, tables [][2]string) error {
 	for _, t := range tables {
