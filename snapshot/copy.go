@@ -44,6 +44,11 @@ type Options struct {
 	Imported func()
 	Progress *Progress
 	Logger   *slog.Logger
+	// Copied, when set, is called once a table's copy is committed on the
+	// target (every range of it), from the stream that finished it; an
+	// error stops the copy. bootstrap records the table as copied there,
+	// so that a rerun keeps it.
+	Copied func(TableResult) error
 }
 
 // Progress counts copied rows and bytes, in all and per table being
@@ -318,13 +323,19 @@ func Copy(ctx context.Context, opts Options, tables []catalog.Table) ([]TableRes
 		g.Go(func() error {
 			once := sync.OnceFunc(imported.Done)
 			defer once() // a failed stream must not hold the others' barrier
-			return copyStream(gctx, opts, work, once, func(r TableResult) {
+			return copyStream(gctx, opts, work, once, func(r TableResult) error {
+				if opts.Copied != nil {
+					if err := opts.Copied(r); err != nil {
+						return err
+					}
+				}
 				mu.Lock()
 				results = append(results, r)
 				mu.Unlock()
 				log.Info("table copied", "table", r.Table, "rows", r.Rows, "bytes", r.Bytes, "parts", r.Parts, "format", r.Format,
 					"seconds", fmt.Sprintf("%.2f", r.Duration.Seconds()),
 					"mb_per_s", fmt.Sprintf("%.1f", float64(r.Bytes)/1e6/max(r.Duration.Seconds(), 1e-3)))
+				return nil
 			})
 		})
 	}
@@ -381,7 +392,7 @@ func holdOffAutovacuum(ctx context.Context, targetURL string, tables []catalog.T
 	}
 }
 
-func copyStream(ctx context.Context, opts Options, work <-chan copyPart, imported func(), done func(TableResult)) error {
+func copyStream(ctx context.Context, opts Options, work <-chan copyPart, imported func(), done func(TableResult) error) error {
 	src, err := pgconnect.Connect(ctx, "source", opts.SourceURL)
 	if err != nil {
 		return err
@@ -418,7 +429,9 @@ func copyStream(ctx context.Context, opts Options, work <-chan copyPart, importe
 		if tc.remaining.Add(-1) == 0 {
 			opts.Progress.finish(tc.progress)
 			opts.Progress.TablesDone.Add(1)
-			done(TableResult{Table: tc.t.String(), Rows: tc.progress.rows.Load(), Bytes: tc.progress.bytes.Load(), Duration: time.Since(tc.started), Parts: tc.parts, Format: tc.format()})
+			if err := done(TableResult{Table: tc.t.String(), Rows: tc.progress.rows.Load(), Bytes: tc.progress.bytes.Load(), Duration: time.Since(tc.started), Parts: tc.parts, Format: tc.format()}); err != nil {
+				return err
+			}
 		}
 	}
 	return nil
