@@ -480,16 +480,23 @@ func copyPartOf(ctx context.Context, opts Options, src, dst *pgx.Conn, p copyPar
 			counter.unpublished.rows = tag.RowsAffected()
 		}
 		counter.publish()
+		if readErr != nil {
+			readErr = fmt.Errorf("source: %w", readErr)
+		}
 		pipe.CloseWrite(readErr)
 	}()
 	_, writeErr := tx.Conn().PgConn().CopyFrom(ctx, pipe, fmt.Sprintf("COPY %s%s FROM STDIN%s", t.Ident(), columnList(cols), format))
-	pipe.CloseRead()
-	<-readDone
-	if readErr != nil {
-		return fmt.Errorf("copy %s: read from source: %w", what, readErr)
-	}
 	if writeErr != nil {
-		return fmt.Errorf("copy %s: write to target: %w", what, writeErr)
+		writeErr = fmt.Errorf("target: %w", writeErr)
+	}
+	pipe.CloseRead(writeErr)
+	<-readDone
+	// The side that failed first: a target that refuses a row stops the
+	// source's reads ("copy reader stopped"), and a source that fails makes
+	// the target's COPY fail ("COPY from stdin failed"); either consequence
+	// would hide the cause (issue 15).
+	if err := pipe.Err(); err != nil {
+		return fmt.Errorf("copy %s: %w", what, err)
 	}
 	if err := tx.Commit(ctx); err != nil {
 		return fmt.Errorf("copy %s: commit on target: %w", what, err)

@@ -11,6 +11,12 @@ import (
 // source and writing to the target overlap; io.Pipe would hand each write
 // over synchronously and leave one side idle while the other works. Memory
 // is chunks x size whatever the table's size.
+//
+// When one side fails, the other fails in consequence: the writer with
+// errPipeAborted once the reader stops, the reader (the target's COPY) with
+// the writer's error it was handed. Each side closes its end with its own
+// error, and Err reports the first, which is the cause: the consequence can
+// only come after it (issue 15).
 type chunkPipe struct {
 	full  chan []byte // filled chunks, in order
 	free  chan []byte // empty chunks
@@ -18,11 +24,16 @@ type chunkPipe struct {
 	abort sync.Once
 	err   error // the writer's error, read after full is closed
 
+	mu      sync.Mutex
+	failure error // the first error either side closed its end with
+
 	cur   []byte // writer: the chunk being filled
 	rd    []byte // reader: what is left of the chunk being read
 	rdBuf []byte // reader: that chunk, to give back
 }
 
+// errPipeAborted is what the writer gets once the reader has stopped: the
+// consequence of the reader's failure, never a cause of its own.
 var errPipeAborted = errors.New("copy reader stopped")
 
 func newChunkPipe(size, chunks int) *chunkPipe {
@@ -73,11 +84,12 @@ func (p *chunkPipe) send() error {
 }
 
 // CloseWrite hands over the last chunk and ends the stream with err (nil
-// for a clean end).
+// for a clean end), which the reader gets after the chunks before it.
 func (p *chunkPipe) CloseWrite(err error) {
 	if err == nil && len(p.cur) > 0 {
 		err = p.send()
 	}
+	p.fail(err)
 	p.err = err
 	close(p.full)
 }
@@ -103,5 +115,32 @@ func (p *chunkPipe) Read(b []byte) (int, error) {
 	return n, nil
 }
 
-// CloseRead stops the writer: its pending and future writes fail.
-func (p *chunkPipe) CloseRead() { p.abort.Do(func() { close(p.done) }) }
+// CloseRead stops the writer, whose pending and future writes fail with
+// errPipeAborted. err is why the reader stopped (nil when it read to the
+// end); it is recorded before the writer is stopped, so that the writer's
+// errPipeAborted cannot pass for the cause.
+func (p *chunkPipe) CloseRead(err error) {
+	p.fail(err)
+	p.abort.Do(func() { close(p.done) })
+}
+
+// fail records err unless a side failed before.
+func (p *chunkPipe) fail(err error) {
+	if err == nil {
+		return
+	}
+	p.mu.Lock()
+	if p.failure == nil {
+		p.failure = err
+	}
+	p.mu.Unlock()
+}
+
+// Err returns the first error a side closed its end with: the cause of the
+// copy's failure, or nil when neither side failed. It is final once both
+// ends are closed.
+func (p *chunkPipe) Err() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.failure
+}
