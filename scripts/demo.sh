@@ -9,6 +9,20 @@ SRC_PORT=${PGSYNC_SOURCE_PORT:-55432}
 TGT_PORT=${PGSYNC_TARGET_PORT:-55433}
 DEMO_SECONDS=${DEMO_SECONDS:-10}
 bash scripts/local-pg.sh start
+run_pid=
+# The clusters outlive the demo, so that its databases can be looked at:
+# say so, where they are and how to stop them, however the demo ends.
+on_exit() {
+  [ -z "$run_pid" ] || kill "$run_pid" 2>/dev/null || true
+  local vars
+  vars=$(printf 'PGSYNC_PG_DIR=%q PGSYNC_SOURCE_PORT=%q PGSYNC_TARGET_PORT=%q' "$PGSYNC_PG_DIR" "$SRC_PORT" "$TGT_PORT")
+  echo "== the demo's clusters are still running"
+  echo "source: 127.0.0.1:$SRC_PORT, database demo, data in $PGSYNC_PG_DIR/source"
+  echo "target: 127.0.0.1:$TGT_PORT, database demo, data in $PGSYNC_PG_DIR/target"
+  echo "stop them:            $vars bash $(printf %q "$PWD/scripts/local-pg.sh") stop"
+  echo "stop and delete them: $vars bash $(printf %q "$PWD/scripts/local-pg.sh") destroy"
+}
+trap on_exit EXIT
 bindir=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | tail -1)
 [ -n "$bindir" ] || bindir=$(pg_config --bindir)
 psql() { "$bindir/psql" -X -q -v ON_ERROR_STOP=1 -U postgres -h 127.0.0.1 "$@"; }
@@ -51,7 +65,6 @@ bin/pgsync -c "$cfg" bootstrap
 echo "== pgsync run, while pgbench writes on the source for ${DEMO_SECONDS}s"
 bin/pgsync -c "$cfg" run 2>/tmp/pgsync-demo-run.log &
 run_pid=$!
-trap 'kill $run_pid 2>/dev/null || true' EXIT
 cat >/tmp/pgsync-demo-writes.sql <<'SQL'
 \set id random(1, 100000)
 BEGIN;
@@ -71,7 +84,7 @@ for _ in $(seq 1 120); do
 done
 kill -TERM $run_pid
 wait $run_pid || true
-trap - EXIT
+run_pid=
 grep -E 'msg=(started|applying|stopped)' /tmp/pgsync-demo-run.log || true
 
 echo "== pgsync status"
