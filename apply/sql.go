@@ -4,12 +4,17 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/pgsync/pgsync/catalog"
 	"github.com/pgsync/pgsync/pgoutput"
 )
 
 // The statements the applier prepares. Parameters are text; their types
 // come from the target columns they meet, or from explicit casts where
-// nothing gives them (VALUES lists).
+// nothing gives them (VALUES lists). No cast may change a value: a cast
+// names a type that takes the value as it is (catalog.CastType), the
+// column's modifier is checked by the assignment, and a key is compared
+// as sent (issue 16). COPY casts nothing: each value goes through its
+// type's input with the column's modifier, as an assignment does.
 
 // insertSQL returns an INSERT of rows rows.
 func insertSQL(rel *relation, rows int) string {
@@ -115,7 +120,11 @@ func updateRunSQL(rel *relation, setCols []int, rows int) string {
 	}
 	b.WriteString(" FROM (VALUES ")
 	cols := append(append([]int(nil), setCols...), rel.keys...)
-	writeParamRows(&b, rows, len(cols), true, func(n int) string { return "::" + rel.types[cols[n]] })
+	// The casts only type the VALUES columns: to the column's type with
+	// nothing that could change the value (catalog.CastType), so that the
+	// SET assignment checks the value against the column's modifier and
+	// the key comparison sees the key as sent.
+	writeParamRows(&b, rows, len(cols), true, func(n int) string { return "::" + catalog.CastType(rel.types[cols[n]]) })
 	b.WriteString(") AS v(")
 	for n := range cols {
 		if n > 0 {

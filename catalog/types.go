@@ -3,7 +3,40 @@ package catalog
 import (
 	"context"
 	"fmt"
+	"strings"
 )
+
+// CastType returns the name of baseType, a column's type as
+// format_type(oid, NULL) writes it, that a cast which only gives a
+// parameter its type may use: one that takes every value of the type
+// unchanged, so that the assignment to the column checks the value against
+// the column's own modifier (a value too long is an error there, never cut
+// by the cast).
+//
+// For most types the name without a modifier is that type: varchar,
+// varbit, numeric, time, timetz, timestamp, timestamptz and interval take
+// any precision or length without one. SQL reads two bare names with a
+// modifier, though: bit is bit(1) and character is character(1), and an
+// explicit cast to them cuts the value ('10101010'::bit is '1',
+// 'abc'::character is 'a'; issue 16). For those, and their arrays, it
+// returns the names format_type(oid, -1) gives the types without a
+// modifier: "bit" quoted (bit string input keeps every bit) and bpchar
+// (character input keeps every character, trailing spaces too).
+func CastType(baseType string) string {
+	elem, array := strings.CutSuffix(baseType, "[]")
+	switch elem {
+	case "bit":
+		elem = `"bit"`
+	case "character":
+		elem = "bpchar"
+	default:
+		return baseType
+	}
+	if array {
+		return elem + "[]"
+	}
+	return elem
+}
 
 // UserType is an enum, domain, composite or range type a table's columns
 // use, directly or through another type, with the statement that creates
