@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/jackc/pglogrepl"
@@ -17,6 +18,13 @@ import (
 
 // ErrStreamEnded is returned when the walsender ends the COPY stream.
 var ErrStreamEnded = errors.New("the source ended the replication stream")
+
+// ErrSourceSilent ends a session in which nothing at all, not even a
+// keepalive, came from the source for StreamOptions.WALReceiverTimeout while
+// the reader waited for it: a walsender that hangs (frozen, or cut off by a
+// network that drops packets without a reset) would otherwise leave run
+// waiting for ever, its log showing no lag (issue 15). Run reconnects.
+var ErrSourceSilent = errors.New("no message from the source")
 
 // reader is the goroutine that owns the replication connection: it
 // receives WAL data, queues it for the dispatcher and sends every standby
@@ -38,6 +46,17 @@ type reader struct {
 	inTxn       bool // a Begin was queued without its Commit
 	deadlineSet time.Time
 	lastSent    time.Time // of the last status update
+
+	// The silence clock, as PostgreSQL's walreceiver keeps it for
+	// wal_receiver_timeout (0: off). heard is set by every message received
+	// and read at each renewal of the read deadline, which takes the time
+	// anyway: a message costs no clock read of its own. lastHeard is the
+	// renewal that last found heard set; pinged says whether the walsender
+	// was asked for a keepalive since.
+	silenceTimeout time.Duration
+	heard          bool
+	pinged         bool
+	lastHeard      time.Time
 }
 
 // read is the reader's loop; it returns when ctx ends, StopAt is
@@ -57,6 +76,9 @@ func (r *reader) readOne(ctx context.Context) error {
 	// A read deadline on the socket, renewed at most every half period,
 	// costs far less per message than a context with a deadline.
 	if now := time.Now(); now.Sub(r.deadlineSet) > readTimeout/2 {
+		if err := r.checkSilence(now); err != nil {
+			return err
+		}
 		if err := r.conn.Conn().SetReadDeadline(now.Add(readTimeout)); err != nil {
 			return fmt.Errorf("receive from slot %s: %w", r.slot, err)
 		}
@@ -79,6 +101,7 @@ func (r *reader) readOne(ctx context.Context) error {
 		}
 		return fmt.Errorf("receive from slot %s: %w", r.slot, err)
 	}
+	r.heard = true
 	switch m := msg.(type) {
 	case *pgproto3.CopyData:
 		if len(m.Data) == 0 {
@@ -112,6 +135,50 @@ func (r *reader) readOne(ctx context.Context) error {
 		return fmt.Errorf("slot %s: %w", r.slot, ErrStreamEnded)
 	}
 	return r.afterMessage()
+}
+
+// checkSilence runs at each renewal of the read deadline, that is at least
+// every readTimeout while the reader waits on the socket. It restarts the
+// silence clock when a message came since the last renewal, asks the
+// walsender for a keepalive once the silence reaches half the timeout, and
+// ends the session with ErrSourceSilent when it reaches the timeout. Time
+// the reader spends waiting for the applier is not silence: the message it
+// waits to queue restarts the clock at the next renewal.
+func (r *reader) checkSilence(now time.Time) error {
+	if r.heard || r.lastHeard.IsZero() {
+		r.heard, r.pinged, r.lastHeard = false, false, now
+	}
+	silent := now.Sub(r.lastHeard)
+	r.stats.Silence.Store(int64(silent))
+	ping, end := silenceStep(silent, r.silenceTimeout, r.pinged)
+	if end {
+		return fmt.Errorf("slot %s: %w for %s (wal_receiver_timeout)", r.slot, ErrSourceSilent, seconds(r.silenceTimeout))
+	}
+	if ping {
+		r.pinged = true
+		return r.ping()
+	}
+	return nil
+}
+
+// silenceStep is the rule of wal_receiver_timeout: after a silence of half
+// the timeout, ask the walsender for a keepalive once (an idle walsender
+// sends one on its own only every half wal_sender_timeout, which may be
+// longer, or never when it is 0); at the timeout, give up the connection.
+// A timeout of 0 turns both off, as in PostgreSQL.
+func silenceStep(silent, timeout time.Duration, pinged bool) (ping, end bool) {
+	if timeout <= 0 {
+		return false, false
+	}
+	if silent >= timeout {
+		return false, true
+	}
+	return !pinged && silent >= timeout/2, false
+}
+
+// seconds formats d as the configuration writes it: "60s", not "1m0s".
+func seconds(d time.Duration) string {
+	return strconv.FormatFloat(d.Seconds(), 'f', -1, 64) + "s"
 }
 
 // afterMessage reports a changed applied position and checks StopAt.
@@ -219,21 +286,39 @@ func (r *reader) waitAlive(ctx context.Context, wait func(context.Context) error
 // so. serverEnd is a keepalive's WAL end (0 otherwise); mustSend forces an
 // update even without a new position.
 func (r *reader) report(serverEnd pglogrepl.LSN, mustSend bool) error {
-	at, send := feedback{
+	at, send := r.feedback(serverEnd, mustSend).decide()
+	if !send {
+		return nil
+	}
+	return r.send(at, false)
+}
+
+// ping sends a status update that asks the walsender to answer at once
+// with a keepalive, as PostgreSQL's walreceiver does at half of
+// wal_receiver_timeout.
+func (r *reader) ping() error {
+	at, _ := r.feedback(0, true).decide()
+	return r.send(at, true)
+}
+
+func (r *reader) feedback(serverEnd pglogrepl.LSN, mustSend bool) feedback {
+	return feedback{
 		applied:   r.pos.Applied(),
 		reported:  r.pos.Reported(),
 		serverEnd: serverEnd,
 		drained:   !r.inTxn && len(r.queue) == 0 && r.pos.Idle(),
 		mustSend:  mustSend,
 		quiet:     time.Since(r.lastSent),
-	}.decide()
-	if !send {
-		return nil
 	}
+}
+
+// send sends a standby status update at position at.
+func (r *reader) send(at pglogrepl.LSN, replyRequested bool) error {
 	err := pglogrepl.SendStandbyStatusUpdate(context.Background(), r.conn, pglogrepl.StandbyStatusUpdate{
 		WALWritePosition: at,
 		WALFlushPosition: at,
 		WALApplyPosition: at,
+		ReplyRequested:   replyRequested,
 	})
 	if err != nil {
 		return fmt.Errorf("send feedback to slot %s at %s: %w", r.slot, at, err)

@@ -94,7 +94,12 @@ func Run(ctx context.Context, opts RunOptions, openTarget func(context.Context) 
 		if time.Since(began) > time.Minute {
 			backoff = time.Second
 		}
-		log.Warn("connection lost, reconnecting", "slot", opts.Slot, "in", backoff.String(), "err", err)
+		if errors.Is(err, ErrSourceSilent) {
+			log.Warn("no message from the source for "+seconds(opts.WALReceiverTimeout)+" (wal_receiver_timeout): reconnecting",
+				"slot", opts.Slot, "in", backoff.String())
+		} else {
+			log.Warn("connection lost, reconnecting", "slot", opts.Slot, "in", backoff.String(), "err", err)
+		}
 		opts.Stats.Reconnects.Add(1)
 		select {
 		case <-ctx.Done():
@@ -154,7 +159,11 @@ func currentWAL(ctx context.Context, url string) (pglogrepl.LSN, error) {
 	return pglogrepl.ParseLSN(s)
 }
 
-// logProgress writes one line per period while work is applied.
+// logProgress writes one line per period while work is applied. Its
+// lag_bytes is as of the last message from the source (Stats.LagBytes):
+// when the source has sent nothing for a whole period, the source alone
+// knows how far its WAL has gone, and the line gives silent_s, the seconds
+// since the last message, instead of a lag it cannot know (issue 15).
 func logProgress(ctx context.Context, log *slog.Logger, st *Stats, every time.Duration) func() {
 	done := make(chan struct{})
 	go func() {
@@ -174,16 +183,20 @@ func logProgress(ctx context.Context, log *slog.Logger, st *Stats, every time.Du
 				continue
 			}
 			secs := every.Seconds()
+			lag := slog.Int64("lag_bytes", st.LagBytes())
+			if silent := time.Duration(st.Silence.Load()); silent >= every {
+				lag = slog.Int64("silent_s", int64(silent.Seconds()))
+			}
 			log.Info("applying", "txn_per_s", int64(float64(txns-lastTxns)/secs), "rows_per_s", int64(float64(rows-lastRows)/secs),
-				"lag_bytes", st.LagBytes(), "txns", txns, "rows", rows, "prepared_statements", st.Prepared.Load())
+				lag, "txns", txns, "rows", rows, "prepared_statements", st.Prepared.Load())
 			lastTxns, lastRows = txns, rows
 		}
 	}()
 	return func() { close(done) }
 }
 
-// Transient reports whether err may go away in a new session: a lost or
-// refused connection, a server shutting down or starting up, and a
+// Transient reports whether err may go away in a new session: a lost,
+// refused or silent connection, a server shutting down or starting up, and a
 // serialization failure or deadlock on the target (the group is rolled
 // back and applied again). Errors of the data (a missing column, a
 // diverged row, a constraint of the target) and of the slot are permanent.
@@ -206,7 +219,7 @@ func Transient(err error) bool {
 	var connectErr *pgconn.ConnectError
 	return errors.As(err, &netErr) || errors.As(err, &connectErr) ||
 		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
-		errors.Is(err, pgconn.ErrConnClosed) || errors.Is(err, ErrStreamEnded) ||
+		errors.Is(err, pgconn.ErrConnClosed) || errors.Is(err, ErrStreamEnded) || errors.Is(err, ErrSourceSilent) ||
 		pgconn.SafeToRetry(err) || pgconn.Timeout(err)
 }
 

@@ -49,6 +49,11 @@ type StreamOptions struct {
 	// before each read (0: the default, 1024; negative: never). For
 	// benchmarks that measure the pause.
 	ReadPauseQueued int
+	// WALReceiverTimeout ends the session with ErrSourceSilent when the
+	// reader, waiting on the source, receives nothing at all for this long,
+	// like PostgreSQL's wal_receiver_timeout; at half of it the walsender
+	// is asked for a keepalive. 0 turns it off.
+	WALReceiverTimeout time.Duration
 }
 
 // Stats counts applied work for progress lines and benchmarks.
@@ -66,10 +71,19 @@ type Stats struct {
 	CommitTime atomic.Int64
 	// Reconnects counts the sessions lost and started again.
 	Reconnects atomic.Int64
+	// Silence is how long (nanoseconds) the reader had been waiting on the
+	// source without receiving anything at its last read; time spent
+	// waiting for the applier does not count.
+	Silence atomic.Int64
 }
 
+// SilentSeconds is how long the source has sent nothing while the reader
+// waited for it.
+func (st *Stats) SilentSeconds() float64 { return time.Duration(st.Silence.Load()).Seconds() }
+
 // LagSeconds is how old the last applied source commit is, 0 when nothing
-// is waiting (LagBytes is 0) or nothing was applied yet.
+// is waiting (LagBytes is 0) or nothing was applied yet. Like LagBytes, it
+// is as of the last message from the source.
 func (st *Stats) LagSeconds(now time.Time) float64 {
 	t := st.CommitTime.Load()
 	if st.LagBytes() == 0 || t == 0 {
@@ -83,6 +97,12 @@ func (st *Stats) LagSeconds(now time.Time) float64 {
 // acknowledged to the source: WAL after the last published commit (other
 // databases, unpublished tables, checkpoints) needs no apply, and is
 // acknowledged once everything received is applied.
+//
+// The WAL end is as of the last message: while the source is silent
+// (SilentSeconds) it may have written any amount since, which only the
+// source can tell (pg_current_wal_lsn(); pgsync status and the
+// pgsync_retained_wal_bytes metric read it there). The progress line of
+// Run therefore gives silent_s instead of lag_bytes after a silence.
 func (st *Stats) LagBytes() int64 {
 	p := st.Positions.Load()
 	if p == nil {
@@ -146,6 +166,7 @@ func Stream(ctx context.Context, conn *pgconn.PgConn, start pglogrepl.LSN, app A
 	}
 	pos := position.New(start)
 	opts.Stats.Positions.Store(pos)
+	opts.Stats.Silence.Store(0)
 	queue := make(chan walMessage, queueMessages)
 	sem := semaphore.NewWeighted(opts.MaxInflightBytes)
 	stop := make(chan struct{})
@@ -159,7 +180,7 @@ func Stream(ctx context.Context, conn *pgconn.PgConn, start pglogrepl.LSN, app A
 		pauseQueued = queueMessages + 1
 	}
 	r := &reader{conn: conn, slot: opts.Slot, pos: pos, stats: opts.Stats, stopAt: opts.StopAt, pauseQueued: pauseQueued,
-		queue: queue, sem: sem, maxInflight: opts.MaxInflightBytes}
+		queue: queue, sem: sem, maxInflight: opts.MaxInflightBytes, silenceTimeout: opts.WALReceiverTimeout}
 
 	// The dispatcher's round trips are not cut by ctx (a signal must not
 	// abandon a commit half way) but by actx, cancelled shutdownGrace after
