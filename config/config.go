@@ -13,6 +13,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/BurntSushi/toml"
 	"github.com/dustin/go-humanize"
@@ -47,17 +48,22 @@ type Tuning struct {
 	// CopyRangeMB splits a table of twice this heap size or more into
 	// block ranges copied by all streams; 0 copies every table whole.
 	CopyRangeMB int
+	// WALReceiverTimeout ends run's session, which then reconnects, when
+	// the source sends nothing, not even a keepalive, for this long; 0
+	// turns it off. Named and defaulted after PostgreSQL's own setting.
+	WALReceiverTimeout time.Duration
 }
 
 // DefaultTuning returns the defaults documented in README.md.
 func DefaultTuning() Tuning {
 	return Tuning{
-		MaxInflightBytes:  16 << 20,
-		MaxBatchRows:      500,
-		MaxBatchBytes:     4 << 20,
-		BufferSizeKB:      256,
-		MaxParallelCopies: 2,
-		CopyRangeMB:       64,
+		MaxInflightBytes:   16 << 20,
+		MaxBatchRows:       500,
+		MaxBatchBytes:      4 << 20,
+		BufferSizeKB:       256,
+		MaxParallelCopies:  2,
+		CopyRangeMB:        64,
+		WALReceiverTimeout: 60 * time.Second,
 	}
 }
 
@@ -94,12 +100,13 @@ type fileConfig struct {
 		Tables []string `toml:"tables"`
 	} `toml:"job"`
 	Tuning struct {
-		MaxInflightBytes  *string `toml:"max_inflight_bytes"`
-		MaxBatchRows      *int    `toml:"max_batch_rows"`
-		MaxBatchBytes     *string `toml:"max_batch_bytes"`
-		BufferSizeKB      *int    `toml:"buffer_size_kb"`
-		MaxParallelCopies *int    `toml:"max_parallel_copies"`
-		CopyRangeMB       *int    `toml:"copy_range_mb"`
+		MaxInflightBytes   *string `toml:"max_inflight_bytes"`
+		MaxBatchRows       *int    `toml:"max_batch_rows"`
+		MaxBatchBytes      *string `toml:"max_batch_bytes"`
+		BufferSizeKB       *int    `toml:"buffer_size_kb"`
+		MaxParallelCopies  *int    `toml:"max_parallel_copies"`
+		CopyRangeMB        *int    `toml:"copy_range_mb"`
+		WALReceiverTimeout *string `toml:"wal_receiver_timeout"`
 	} `toml:"tuning"`
 }
 
@@ -225,6 +232,11 @@ func Parse(name, text string, getenv func(string) string) (*Config, error) {
 		}
 		t.CopyRangeMB = *v
 	}
+	if s := fc.Tuning.WALReceiverTimeout; s != nil {
+		if t.WALReceiverTimeout, err = parseTimeout(*s); err != nil {
+			return fail("tuning.wal_receiver_timeout", "%v", err)
+		}
+	}
 	if t.MaxBatchBytes > t.MaxInflightBytes {
 		return fail("tuning.max_batch_bytes", "%s is larger than tuning.max_inflight_bytes (%s)",
 			humanize.IBytes(uint64(t.MaxBatchBytes)), humanize.IBytes(uint64(t.MaxInflightBytes)))
@@ -242,6 +254,24 @@ func parseSize(s string, min int64) (int64, error) {
 		return 0, fmt.Errorf("%q is out of range (%s to 1TiB)", s, humanize.IBytes(uint64(min)))
 	}
 	return int64(n), nil
+}
+
+// parseTimeout accepts "0" (off) or a duration of 1s to 24h written as Go
+// writes it: "60s", "2m", "1m30s". Below a second, a healthy source's
+// answer to the reader's ping could be taken for silence.
+func parseTimeout(s string) (time.Duration, error) {
+	v := strings.TrimSpace(s)
+	if v == "0" {
+		return 0, nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil {
+		return 0, fmt.Errorf("%q is not a duration (write e.g. \"60s\", or \"0\" to turn it off)", s)
+	}
+	if d != 0 && (d < time.Second || d > 24*time.Hour) {
+		return 0, fmt.Errorf("%q is out of range (1s to 24h, or \"0\" to turn it off)", s)
+	}
+	return d, nil
 }
 
 // Redact returns a PostgreSQL url or keyword/value string with any password

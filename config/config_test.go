@@ -4,6 +4,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 )
 
 const base = `
@@ -30,7 +31,8 @@ func TestParseDefaults(t *testing.T) {
 		t.Errorf("slot name = %q", cfg.SlotName())
 	}
 	d := DefaultTuning()
-	if d.MaxInflightBytes != 16*1024*1024 || d.MaxBatchBytes != 4*1024*1024 || d.MaxBatchRows != 500 || d.BufferSizeKB != 256 || d.MaxParallelCopies != 2 {
+	if d.MaxInflightBytes != 16*1024*1024 || d.MaxBatchBytes != 4*1024*1024 || d.MaxBatchRows != 500 || d.BufferSizeKB != 256 || d.MaxParallelCopies != 2 ||
+		d.WALReceiverTimeout != 60*time.Second {
 		t.Errorf("defaults drifted from the documented ones: %+v", d)
 	}
 }
@@ -44,13 +46,33 @@ max_batch_bytes = "1MB"
 buffer_size_kb = 64
 max_parallel_copies = 4
 copy_range_mb = 0
+wal_receiver_timeout = "90s"
 `, noEnv)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := Tuning{MaxInflightBytes: 32 << 20, MaxBatchRows: 100, MaxBatchBytes: 1000000, BufferSizeKB: 64, MaxParallelCopies: 4, CopyRangeMB: 0}
+	want := Tuning{MaxInflightBytes: 32 << 20, MaxBatchRows: 100, MaxBatchBytes: 1000000, BufferSizeKB: 64, MaxParallelCopies: 4, CopyRangeMB: 0,
+		WALReceiverTimeout: 90 * time.Second}
 	if cfg.Tuning != want {
 		t.Errorf("tuning = %+v, want %+v", cfg.Tuning, want)
+	}
+}
+
+// TestParseWALReceiverTimeout: "0" turns the timeout off, as in
+// PostgreSQL; other values are Go durations.
+func TestParseWALReceiverTimeout(t *testing.T) {
+	for in, want := range map[string]time.Duration{
+		"60s": 60 * time.Second, "5s": 5 * time.Second, "2m": 2 * time.Minute, "1m30s": 90 * time.Second,
+		"0": 0, "0s": 0, " 10s ": 10 * time.Second,
+	} {
+		cfg, err := Parse("f.toml", base+"[tuning]\nwal_receiver_timeout = \""+in+"\"\n", noEnv)
+		if err != nil {
+			t.Errorf("%q: %v", in, err)
+			continue
+		}
+		if got := cfg.Tuning.WALReceiverTimeout; got != want {
+			t.Errorf("%q: timeout = %s, want %s", in, got, want)
+		}
 	}
 }
 
@@ -83,6 +105,11 @@ func TestParseErrors(t *testing.T) {
 		{"bad table pattern", strings.Replace(base, `"public.*"`, `"nodot"`, 1), []string{"job.tables", `"nodot"`}},
 		{"rows out of range", base + "[tuning]\nmax_batch_rows = 0\n", []string{"tuning.max_batch_rows", "out of range"}},
 		{"wrong type", base + "[tuning]\nmax_batch_rows = \"many\"\n", []string{"f.toml", "max_batch_rows"}},
+		{"bad timeout", base + "[tuning]\nwal_receiver_timeout = \"soon\"\n", []string{"f.toml", "tuning.wal_receiver_timeout", `"soon" is not a duration`}},
+		{"timeout without unit", base + "[tuning]\nwal_receiver_timeout = \"60\"\n", []string{"tuning.wal_receiver_timeout", `"60" is not a duration`}},
+		{"timeout too short", base + "[tuning]\nwal_receiver_timeout = \"500ms\"\n", []string{"tuning.wal_receiver_timeout", "out of range"}},
+		{"negative timeout", base + "[tuning]\nwal_receiver_timeout = \"-5s\"\n", []string{"tuning.wal_receiver_timeout", "out of range"}},
+		{"timeout as a number", base + "[tuning]\nwal_receiver_timeout = 60\n", []string{"f.toml", "wal_receiver_timeout"}},
 		{"toml syntax", "[source\n", []string{"f.toml", "line 2"}},
 		{"bad url keeps password secret", strings.Replace(base, "postgres://postgres@127.0.0.1:55432/app", "postgres://u:s3cret@127.0.0.1:notaport/app", 1), []string{"source.url", "not a valid"}},
 	}
