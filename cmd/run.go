@@ -10,6 +10,7 @@ import (
 	"runtime/pprof"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/cobra"
 
 	"github.com/pgsync/pgsync/apply"
@@ -34,10 +35,12 @@ position, so a crash at any instant loses nothing and applies nothing
 twice. It reports its position to the source only when it changes.
 
 run reconnects with backoff (1 s doubling to 10 s) when a server goes away
-after the stream started, and after a serialization failure or deadlock
-on the target. An error in the data (a diverged row, a constraint the
-target has, a missing column) stops it with the table, the source LSN and
-the server's message; nothing of the failing transaction is committed.
+after the stream started, when the source sends nothing, not even a
+keepalive, for tuning.wal_receiver_timeout (60s), and after a
+serialization failure or deadlock on the target. An error in the data (a
+diverged row, a constraint the target has, a missing column) stops it
+with the table, the source LSN and the server's message; nothing of the
+failing transaction is committed.
 When pgsync add-tables copies a table, run pauses at that table's first
 change until the copy is done. SIGINT or SIGTERM stops it within 10 s.
 
@@ -83,6 +86,9 @@ error.`,
 					Logger:           a.log,
 					Stats:            stats,
 					ReadPauseQueued:  readPauseQueued,
+					// A source that sends nothing, not even a keepalive, is
+					// given up and reconnected to (issue 15).
+					WALReceiverTimeout: cfg.Tuning.WALReceiverTimeout,
 				},
 				SourceURL:     cfg.SourceURL,
 				UntilCaughtUp: untilCaughtUp,
@@ -94,6 +100,12 @@ error.`,
 				applyOpts.Metrics = metrics.NewApply(reg)
 				closeSlot := registerRunMetrics(reg, stats, cfg)
 				defer closeSlot()
+				// pgsync_lag_bytes is as of the source's last message; this
+				// says how old that is (issue 15). It belongs beside the
+				// others in registerRunMetrics.
+				reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "pgsync_source_silent_seconds",
+					Help: "Seconds the source has sent nothing, not even a keepalive, while run waited for it; at tuning.wal_receiver_timeout run reconnects."},
+					stats.SilentSeconds))
 				if err := metrics.Serve(cmd.Context(), metricsAddr, reg, a.log); err != nil {
 					return err
 				}
