@@ -41,7 +41,22 @@ type Options struct {
 	// Logger receives the pause for a table being added; slog.Default()
 	// when nil.
 	Logger *slog.Logger
+	// Selected says whether job.tables names a table now (the
+	// configuration as it is on disk: add-tables may have been given a new
+	// one while run runs). A table being added that it no longer names is
+	// an abandoned add: run neither waits for it nor applies its changes.
+	// Nil names every table.
+	Selected func(schema, name string) bool
 }
+
+// selected says whether the job's configuration still names a table.
+func (o *Options) selected(schema, name string) bool {
+	return o.Selected == nil || o.Selected(schema, name)
+}
+
+// skipAll is the copy position of a table whose changes are never applied:
+// every transaction commits before it.
+const skipAll = ^pglogrepl.LSN(0)
 
 // flushEvery is how many queued statements go to the server in one write
 // while a batch is being built, so that the server works while we decode.
@@ -114,9 +129,9 @@ type relation struct {
 	// (Options.Metrics); nil without metrics. An array, not a map: it is
 	// read for every row.
 	counted *[3]prometheus.Counter
-	// copiedAt is where add-tables copied the table (0 for the job's
-	// first tables): its changes in transactions committed before it are
-	// in the copy already.
+	// copiedAt is where the table's copy was taken (0 for a table copied
+	// under the job's slot): its changes in transactions committed before
+	// it are in the copy already. skipAll for a table out of the job.
 	copiedAt pglogrepl.LSN
 	// lastRowKey and lastRowStmt are the cache key and statement of the
 	// last single-row statement bound for the relation: a stream of
@@ -226,7 +241,7 @@ func (a *Applier) awaitAddedTables(ctx context.Context) error {
 		}
 		var copying []string
 		for name, t := range added {
-			if t.State == TableCopying {
+			if Waits(t.State) && a.opts.selected(t.Schema, t.Name) {
 				copying = append(copying, name)
 			}
 		}
@@ -238,7 +253,7 @@ func (a *Applier) awaitAddedTables(ctx context.Context) error {
 		}
 		if time.Since(lastLog) >= addedTablesLogEvery {
 			slices.Sort(copying)
-			log.Info("paused: waiting for pgsync add-tables to copy tables (if no add-tables is running, rerun it to finish them)",
+			log.Info("paused: waiting for pgsync add-tables to copy tables (if no add-tables is running, rerun it to finish them, or take them out of job.tables to abandon them)",
 				"job", a.opts.Job, "tables", strings.Join(copying, ", "), "paused_s", fmt.Sprintf("%.0f", time.Since(began).Seconds()))
 			lastLog = time.Now()
 		}
@@ -336,10 +351,16 @@ func (a *Applier) Relation(ctx context.Context, r *pgoutput.Relation) error {
 	if err != nil {
 		return a.fail(ctx, err)
 	}
-	if added.State == TableCopying {
+	switch {
+	case added.State == TableRemoved, Waits(added.State) && !a.opts.selected(r.Schema, r.Name):
+		// An abandoned add: the table's partial copy is not the source's,
+		// and none of its changes are applied.
+		rel.copiedAt = skipAll
+	case Waits(added.State):
 		return a.fail(ctx, &TableBeingAddedError{Job: a.opts.Job, Table: r.String(), LSN: a.sourceLSN})
+	default:
+		rel.copiedAt = added.CopiedLSN
 	}
-	rel.copiedAt = added.CopiedLSN
 	a.relations[r.ID] = rel
 	return nil
 }

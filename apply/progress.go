@@ -138,15 +138,28 @@ func progressTableExists(ctx context.Context, conn *pgx.Conn) (bool, error) {
 	return exists, err
 }
 
-// Added-table states in pgsync.tables.
+// Table states in pgsync.tables: a table of the job's bootstrap or one
+// added by add-tables. The transitions are job.NextTableState's.
 const (
-	// TableCopying marks a table add-tables is copying: run pauses at the
-	// table's first change until add-tables finishes it.
+	// TablePending marks a table whose checks passed and whose copy has not
+	// started: run pauses at its first change; its target table holds
+	// nothing pgsync copied.
+	TablePending = "pending"
+	// TableCopying marks a table pgsync is copying (or was, when it was
+	// interrupted): run pauses at its first change, and a rerun may empty
+	// it without --force, since every row in it is pgsync's.
 	TableCopying = "copying"
 	// TableReady marks a table copied at CopiedLSN: run applies its
 	// changes from transactions committed at or after it.
 	TableReady = "ready"
+	// TableRemoved marks a table whose add was abandoned (job.tables no
+	// longer names it): run applies none of its changes.
+	TableRemoved = "removed"
 )
+
+// Waits says whether run must pause at a change of a table in state s: its
+// copy is not on the target yet.
+func Waits(state string) bool { return state == TablePending || state == TableCopying }
 
 // AddedTable is a table added to a running job (pgsync add-tables), in
 // pgsync.tables.
@@ -207,25 +220,19 @@ func readAddedTable(ctx context.Context, conn *pgx.Conn, job, schema, name strin
 	return t, nil
 }
 
-// MarkTablesCopying records that add-tables is copying tables for job.
-func MarkTablesCopying(ctx context.Context, conn *pgx.Conn, job string, tables [][2]string) error {
-	for _, t := range tables {
-		if _, err := conn.Exec(ctx, `INSERT INTO pgsync.tables (job, schema_name, table_name, state) VALUES ($1, $2, $3, $4)
-ON CONFLICT (job, schema_name, table_name) DO UPDATE SET state = excluded.state, copied_lsn = NULL`, job, t[0], t[1], TableCopying); err != nil {
-			return fmt.Errorf("record table %s.%s in pgsync.tables: %w", t[0], t[1], err)
-		}
+// MarkTables records tables of job in state, in one transaction, with
+// their copy position (0 for none).
+func MarkTables(ctx context.Context, conn *pgx.Conn, job string, tables [][2]string, state string, copied pglogrepl.LSN) error {
+	var lsn any
+	if copied != 0 {
+		lsn = copied
 	}
-	return nil
-}
-
-// MarkTablesReady records, in one transaction, that tables were copied at
-// lsn.
-func MarkTablesReady(ctx context.Context, conn *pgx.Conn, job string, tables [][2]string, lsn pglogrepl.LSN) error {
 	return pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
 		for _, t := range tables {
-			if _, err := tx.Exec(ctx, `UPDATE pgsync.tables SET state = $4, copied_lsn = $5::pg_lsn WHERE job = $1 AND schema_name = $2 AND table_name = $3`,
-				job, t[0], t[1], TableReady, lsn.String()); err != nil {
-				return fmt.Errorf("record table %s.%s as copied at %s: %w", t[0], t[1], lsn, err)
+			if _, err := tx.Exec(ctx, `INSERT INTO pgsync.tables (job, schema_name, table_name, state, copied_lsn) VALUES ($1, $2, $3, $4, $5)
+ON CONFLICT (job, schema_name, table_name) DO UPDATE SET state = excluded.state, copied_lsn = excluded.copied_lsn`,
+				job, t[0], t[1], state, lsn); err != nil {
+				return fmt.Errorf("record table %s.%s as %s in pgsync.tables: %w", t[0], t[1], state, err)
 			}
 		}
 		return nil

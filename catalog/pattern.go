@@ -2,6 +2,8 @@ package catalog
 
 import (
 	"errors"
+	"fmt"
+	"regexp"
 	"strings"
 )
 
@@ -74,4 +76,54 @@ var likeEscaper = strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`)
 // likePattern turns a glob ('*' for any run of characters) into a LIKE pattern.
 func likePattern(glob string) string {
 	return strings.ReplaceAll(likeEscaper.Replace(glob), "*", "%")
+}
+
+// Matcher tells whether a table is named by a list of patterns, as Resolve
+// selects tables with them.
+type Matcher struct{ parts [][2]*regexp.Regexp }
+
+// NewMatcher compiles patterns (each as ParsePattern takes it).
+func NewMatcher(patterns []string) (*Matcher, error) {
+	m := &Matcher{}
+	for _, p := range patterns {
+		s, n, err := ParsePattern(p)
+		if err != nil {
+			return nil, fmt.Errorf("table pattern %q: %w", p, err)
+		}
+		m.parts = append(m.parts, [2]*regexp.Regexp{
+			regexp.MustCompile(`^` + likeRegexp(s) + `$`), regexp.MustCompile(`^` + likeRegexp(n) + `$`)})
+	}
+	return m, nil
+}
+
+// Matches says whether schema.name is named by one of the patterns.
+func (m *Matcher) Matches(schema, name string) bool {
+	// Schema and name are matched apart, as Resolve does: a dot inside
+	// either must not join them.
+	for _, re := range m.parts {
+		if re[0].MatchString(schema) && re[1].MatchString(name) {
+			return true
+		}
+	}
+	return false
+}
+
+// likeRegexp turns a LIKE pattern (likePattern's and likeEscaper's output)
+// into a regular expression.
+func likeRegexp(like string) string {
+	var b strings.Builder
+	for i := 0; i < len(like); i++ {
+		switch c := like[i]; {
+		case c == '\\' && i+1 < len(like):
+			i++
+			b.WriteString(regexp.QuoteMeta(like[i : i+1]))
+		case c == '%':
+			b.WriteString(`.*`)
+		case c == '_':
+			b.WriteString(`.`)
+		default:
+			b.WriteString(regexp.QuoteMeta(like[i : i+1]))
+		}
+	}
+	return b.String()
 }

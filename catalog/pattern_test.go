@@ -35,3 +35,32 @@ func TestParsePattern(t *testing.T) {
 		}
 	}
 }
+
+func TestMatcher(t *testing.T) {
+	m, err := NewMatcher([]string{"public.order_*", `"a.b"."x%"`, "app.*"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		schema, name string
+		want         bool
+	}{
+		{"public", "order_lines", true},
+		{"public", "order_", true},
+		{"public", "orderXlines", false}, // '_' is literal in a glob
+		{"public", "orders", false},
+		{"a.b", "x%", true},
+		{"a.b", "xy", false}, // quoted: '%' is literal
+		{"a", "b.x%", false}, // parts are matched apart
+		{"app", "anything", true},
+		{"App", "anything", false},
+	}
+	for _, tt := range tests {
+		if got := m.Matches(tt.schema, tt.name); got != tt.want {
+			t.Errorf("Matches(%q, %q) = %t, want %t", tt.schema, tt.name, got, tt.want)
+		}
+	}
+	if _, err := NewMatcher([]string{"nodot"}); err == nil {
+		t.Error("NewMatcher(nodot): want an error")
+	}
+}

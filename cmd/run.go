@@ -2,8 +2,6 @@ package cmd
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"os"
 	"runtime"
 	"runtime/debug"
@@ -14,6 +12,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/pgsync/pgsync/apply"
+	"github.com/pgsync/pgsync/catalog"
+	"github.com/pgsync/pgsync/job"
 	"github.com/pgsync/pgsync/metrics"
 	"github.com/pgsync/pgsync/pgconnect"
 	"github.com/pgsync/pgsync/replication"
@@ -94,7 +94,7 @@ error.`,
 				UntilCaughtUp: untilCaughtUp,
 				ProgressEvery: logEvery,
 			}
-			applyOpts := apply.Options{Job: cfg.Job, MaxBatchRows: cfg.Tuning.MaxBatchRows, MaxBatchBytes: cfg.Tuning.MaxBatchBytes, Prepared: &stats.Prepared, Logger: a.log}
+			applyOpts := apply.Options{Job: cfg.Job, Selected: a.selectedNow, MaxBatchRows: cfg.Tuning.MaxBatchRows, MaxBatchBytes: cfg.Tuning.MaxBatchBytes, Prepared: &stats.Prepared, Logger: a.log}
 			if metricsAddr != "" {
 				reg := metrics.NewRegistry()
 				applyOpts.Metrics = metrics.NewApply(reg)
@@ -117,7 +117,7 @@ error.`,
 				}
 				return apply.New(conn, applyOpts), nil
 			})
-			return withSlotRemedy(err)
+			return job.SlotRemedy(err)
 		},
 	}
 	c.Flags().BoolVar(&untilCaughtUp, "until-caught-up", false, "exit 0 once every transaction committed on the source before the start is applied and acknowledged")
@@ -130,15 +130,21 @@ error.`,
 	return c
 }
 
-// withSlotRemedy adds to a slot error what the operator can do about it.
-func withSlotRemedy(err error) error {
-	switch {
-	case errors.Is(err, replication.ErrSlotInvalidated), errors.Is(err, replication.ErrSlotMissing):
-		return fmt.Errorf("%w; the job cannot resume: start over with pgsync bootstrap --force", err)
-	case errors.Is(err, replication.ErrSlotActive):
-		return fmt.Errorf("%w; stop the other pgsync run of this job first", err)
+// selectedNow says whether job.tables, read from the configuration file
+// now, names a table: run asks only about a table being added, and the
+// operator abandons an add by taking it out of job.tables while run runs.
+// A file that no longer reads names every table: run keeps waiting, and
+// says why.
+func (a *app) selectedNow(schema, name string) bool {
+	cfg, err := a.loadConfig()
+	if err == nil {
+		var m *catalog.Matcher
+		if m, err = catalog.NewMatcher(cfg.Tables); err == nil {
+			return m.Matches(schema, name)
+		}
 	}
-	return err
+	a.log.Warn("cannot read job.tables to know whether a table being added is still in the job; waiting for it", "table", schema+"."+name, "err", err)
+	return true
 }
 
 // memoryLimit is run's soft memory limit: room for the queue twice over

@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/pgsync/pgsync/job"
 	"github.com/pgsync/pgsync/sequences"
 )
 
@@ -27,7 +28,7 @@ Exit status: 0 every sequence is at or past the source's value, 1 a
 sequence is missing on the target (named) or an error.`,
 		Args: cobra.NoArgs,
 		RunE: a.withServers(func(ctx context.Context, sv *servers) error {
-			tables, err := jobTables(ctx, sv.cfg, sv.src)
+			tables, err := job.New(jobOptions(sv.cfg), sv.src, sv.tgt, a.log).Tables(ctx)
 			if err != nil {
 				return err
 			}

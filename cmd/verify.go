@@ -5,12 +5,9 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/spf13/cobra"
 
-	"github.com/pgsync/pgsync/catalog"
-	"github.com/pgsync/pgsync/config"
-	"github.com/pgsync/pgsync/replication"
+	"github.com/pgsync/pgsync/job"
 	"github.com/pgsync/pgsync/sequences"
 	"github.com/pgsync/pgsync/verify"
 )
@@ -30,9 +27,8 @@ Exit status: 0 every table identical, 1 a table differs (named) or an
 error.`,
 		Args: cobra.NoArgs,
 		RunE: a.withServers(func(ctx context.Context, sv *servers) error {
-			cfg, src, tgt := sv.cfg, sv.src, sv.tgt
-
-			tables, err := jobTables(ctx, cfg, src)
+			src, tgt := sv.src, sv.tgt
+			tables, err := job.New(jobOptions(sv.cfg), src, tgt, a.log).Tables(ctx)
 			if err != nil {
 				return err
 			}
@@ -74,32 +70,4 @@ error.`,
 			return nil
 		}),
 	}
-}
-
-// jobTables returns the job's tables as the source has them: those of its
-// publication or, before a bootstrap, those the patterns select.
-func jobTables(ctx context.Context, cfg *config.Config, src *pgx.Conn) ([]catalog.Table, error) {
-	published, err := replication.PublishedTables(ctx, src, names(cfg).Publication)
-	if err != nil {
-		return nil, err
-	}
-	var tables []catalog.Table
-	if len(published) == 0 {
-		if tables, err = catalog.Resolve(ctx, src, cfg.Tables); err != nil {
-			return nil, err
-		}
-	}
-	for _, p := range published {
-		t, ok, err := catalog.Lookup(ctx, src, p[0], p[1])
-		if err != nil {
-			return nil, err
-		}
-		if ok {
-			tables = append(tables, t)
-		}
-	}
-	if len(tables) == 0 {
-		return nil, failf(ExitFailed, "job %s has no tables", cfg.Job)
-	}
-	return tables, nil
 }

@@ -127,6 +127,17 @@ func AddToPublication(ctx context.Context, conn *pgx.Conn, n Names, tables []cat
 	return nil
 }
 
+// DropFromPublication takes tables out of the job's publication: the
+// source stops sending their changes from the next transaction.
+func DropFromPublication(ctx context.Context, conn *pgx.Conn, n Names, tables []catalog.Table) error {
+	list := tableList(tables)
+	sql := fmt.Sprintf("ALTER PUBLICATION %s DROP TABLE %s", catalog.QuoteIdent(n.Publication), list)
+	if _, err := conn.Exec(ctx, sql); err != nil {
+		return fmt.Errorf("drop %s from publication %s: %w", list, n.Publication, err)
+	}
+	return nil
+}
+
 // tableList is tables as a comma-separated list of quoted names.
 func tableList(tables []catalog.Table) string { return strings.Join(catalog.Idents(tables), ", ") }
 

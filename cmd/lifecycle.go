@@ -1,0 +1,311 @@
+package cmd
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/dustin/go-humanize"
+	"github.com/schollz/progressbar/v3"
+	"github.com/spf13/cobra"
+
+	"github.com/pgsync/pgsync/config"
+	"github.com/pgsync/pgsync/job"
+	"github.com/pgsync/pgsync/metrics"
+	"github.com/pgsync/pgsync/snapshot"
+)
+
+// jobOptions copies what the lifecycle needs from the configuration.
+func jobOptions(cfg *config.Config) job.Options {
+	return job.Options{
+		Job:               cfg.Job,
+		SourceURL:         cfg.SourceURL,
+		TargetURL:         cfg.TargetURL,
+		Tables:            cfg.Tables,
+		Names:             names(cfg),
+		MaxParallelCopies: cfg.Tuning.MaxParallelCopies,
+		BufferSizeBytes:   cfg.Tuning.BufferSizeKB << 10,
+		CopyRangeBytes:    int64(cfg.Tuning.CopyRangeMB) << 20,
+	}
+}
+
+// withJob returns a cobra RunE that connects to both sides and calls fn
+// with the job.
+func (a *app) withJob(fn func(ctx context.Context, j *job.Job) error) func(*cobra.Command, []string) error {
+	return a.withServers(func(ctx context.Context, sv *servers) error {
+		j := job.New(jobOptions(sv.cfg), sv.src, sv.tgt, a.log)
+		j.ShowCopy = a.showCopyProgress
+		return fn(ctx, j)
+	})
+}
+
+func (a *app) bootstrapCmd() *cobra.Command {
+	var force bool
+	var metricsAddr string
+	c := &cobra.Command{
+		Use:   "bootstrap",
+		Short: "Check, create the publication and slot, create missing target tables and copy every table",
+		Long: `bootstrap starts a job. It runs the checks of pgsync check and stops on a
+FAIL; creates the publication pgsync_<job> and the logical slot
+pgsync_<job> (pgoutput) with an exported snapshot; creates each target
+table the target lacks, with the types, sequences and partitioned parents
+it needs; copies every table with max_parallel_copies COPY streams that
+all read under that one snapshot (a large table in block ranges); builds
+the created tables' indexes and constraints after the copy; and records
+the slot's consistent point in pgsync.progress on the target, where
+pgsync run starts.
+
+Existing target tables must have every source column with the same type
+and be empty. Nothing is recorded until every check passed, so a refused
+bootstrap can be rerun as it is. A job that is already bootstrapped is
+refused; --force tears it down, empties its target tables and starts over.
+An interrupted bootstrap is resumed by the next one: the tables whose copy
+committed are kept, the others (a table copied in ranges as a whole) are
+emptied of pgsync's partial copy and copied again under a new snapshot.
+
+Exit status: 0 bootstrapped, 1 otherwise.`,
+		Args: cobra.NoArgs,
+		RunE: a.withJob(func(ctx context.Context, j *job.Job) error {
+			progress := &snapshot.Progress{}
+			if metricsAddr != "" {
+				reg := metrics.NewRegistry()
+				registerCopyMetrics(reg, progress)
+				if err := metrics.Serve(ctx, metricsAddr, reg, a.log); err != nil {
+					return err
+				}
+			}
+			rep, err := j.Bootstrap(ctx, force, progress)
+			if err != nil {
+				return lifecycleRemedy(err, "bootstrap")
+			}
+			a.printBootstrap(rep)
+			return nil
+		}),
+	}
+	c.Flags().BoolVar(&force, "force", false, "tear down an existing job (slot, publication, progress) and start over, emptying its target tables")
+	c.Flags().StringVar(&metricsAddr, "metrics-addr", "", "serve Prometheus metrics of the copy at http://ADDR/metrics; off when empty")
+	return c
+}
+
+// lifecycleRemedy adds to a lifecycle error what the operator can do,
+// worded once here from the sentinel.
+func lifecycleRemedy(err error, command string) error {
+	switch {
+	case errors.Is(err, job.ErrAlreadyBootstrapped):
+		return fmt.Errorf("%w: run pgsync run, or pgsync teardown / bootstrap --force to start over", err)
+	case errors.Is(err, job.ErrForeignSlot):
+		return fmt.Errorf("%w (another target may use it): choose another job.name, or run pgsync teardown (or bootstrap --force) to drop it", err)
+	case errors.Is(err, job.ErrNotBootstrapped):
+		return fmt.Errorf("%w: run pgsync bootstrap", err)
+	case errors.Is(err, job.ErrTargetTable):
+		return fmt.Errorf("%w; nothing was recorded: fix it and rerun pgsync %s", err, command)
+	case errors.Is(err, job.ErrChecks):
+		return fmt.Errorf("%w; nothing was recorded: fix them and rerun pgsync %s", err, command)
+	}
+	return job.SlotRemedy(err)
+}
+
+func (a *app) printBootstrap(rep *job.BootstrapReport) {
+	var rows, bytes int64
+	for _, r := range rep.Results {
+		rows += r.Rows
+		bytes += r.Bytes
+	}
+	fmt.Fprintf(a.stdout, "bootstrapped job %s: %d tables, %d rows, %s in %.1fs; pgsync run streams from %s\n",
+		rep.Job, len(rep.Results), rows, humanize.IBytes(uint64(bytes)), rep.Seconds, rep.StreamFrom)
+	switch rep.Mode {
+	case job.Resume:
+		fmt.Fprintln(a.stdout, "resumed an interrupted bootstrap: its slot and the tables it had copied are kept")
+	case job.Restart:
+		fmt.Fprintln(a.stdout, "started the job over: new slot, every table copied again")
+	}
+	if len(rep.Kept) > 0 {
+		fmt.Fprintf(a.stdout, "kept %d tables the interrupted bootstrap had copied: %s\n", len(rep.Kept), strings.Join(rep.Kept, ", "))
+	}
+	if rep.Created > 0 {
+		fmt.Fprintf(a.stdout, "created %d tables", rep.Created)
+		if rep.Parents > 0 {
+			fmt.Fprintf(a.stdout, " (and %d partitioned tables they belong to)", rep.Parents)
+		}
+		fmt.Fprintf(a.stdout, ", %d of their %d indexes and constraints", rep.Built-len(rep.Failed), rep.Built)
+		if len(rep.Failed) > 0 {
+			fmt.Fprintf(a.stdout, "; not created (see the warnings): %s", strings.Join(rep.Failed, ", "))
+		}
+		fmt.Fprintln(a.stdout)
+	}
+}
+
+func (a *app) addTablesCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "add-tables",
+		Short: "Add the tables job.tables now matches to a running job, without starting over",
+		Long: `add-tables adds the tables that job.tables matches and the job's publication
+lacks, while pgsync run keeps running (or while it is stopped). It checks
+them (nothing is recorded when a check fails), creates the missing ones on
+the target, records them, adds them to the publication, copies them under
+a snapshot taken after that (a temporary slot's), and records that
+snapshot's position for each in pgsync.tables.
+
+run applies their changes from transactions committed after the copy,
+exactly once. The job's other tables keep streaming until run reaches the
+first change of an added table; run then pauses (it logs "pausing" and,
+when the copy is done, "resumed" with the seconds paused) and carries on
+from where it was. The pause is at most as long as add-tables, which
+prints how long it took.
+
+An interrupted add-tables is finished by running it again. To abandon
+one instead, take its tables out of job.tables: run stops waiting for them
+at once, and the next add-tables removes them from the publication. Published
+tables that job.tables no longer matches once copied are listed, never
+dropped.
+
+Exit status: 0 the tables are added (or none is new), 1 otherwise.`,
+		Args: cobra.NoArgs,
+		RunE: a.withJob(func(ctx context.Context, j *job.Job) error {
+			rep, err := j.AddTables(ctx)
+			if err != nil {
+				return lifecycleRemedy(err, "add-tables")
+			}
+			if len(rep.Removed) > 0 {
+				fmt.Fprintf(a.stdout, "removed from the job (job.tables no longer names them, their copy never finished; the partial copy stays on the target): %s\n", strings.Join(rep.Removed, ", "))
+			}
+			if len(rep.Results) == 0 {
+				fmt.Fprintf(a.stdout, "job %s: no new table matches job.tables\n", rep.Job)
+			} else {
+				var rows, bytes int64
+				names := make([]string, len(rep.Results))
+				for i, r := range rep.Results {
+					rows += r.Rows
+					bytes += r.Bytes
+					names[i] = r.Table
+				}
+				fmt.Fprintf(a.stdout, "added %d tables to job %s (%s): %d rows, %s copied at %s; add-tables took %.1fs: a running pgsync run paused at most that long, from the first change of an added table (its log says how long)\n",
+					len(rep.Results), rep.Job, strings.Join(names, ", "), rows, humanize.IBytes(uint64(bytes)), rep.CopiedAt, rep.Seconds)
+			}
+			if len(rep.Unmatched) > 0 {
+				fmt.Fprintf(a.stdout, "still replicated though no longer matched by job.tables: %s\n", strings.Join(rep.Unmatched, ", "))
+			}
+			return nil
+		}),
+	}
+}
+
+func (a *app) teardownCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "teardown",
+		Short: "Drop the slot and publication on the source and the job's progress on the target",
+		Long: `teardown ends a job: it drops the slot and the publication on the source
+and the job's rows in pgsync.progress and pgsync.tables on the target.
+The target tables and their rows are kept. It is safe to run twice, and it
+refuses while pgsync run holds the slot.
+
+Exit status: 0 torn down (or nothing left to drop), 1 otherwise.`,
+		Args: cobra.NoArgs,
+		RunE: a.withServers(func(ctx context.Context, sv *servers) error {
+			if err := job.New(jobOptions(sv.cfg), sv.src, sv.tgt, a.log).Teardown(ctx); err != nil {
+				return err
+			}
+			fmt.Fprintf(a.stdout, "job %s torn down: slot and publication %s dropped, progress removed (target tables kept)\n", sv.cfg.Job, names(sv.cfg).Slot)
+			return nil
+		}),
+	}
+}
+
+func (a *app) checkCmd() *cobra.Command {
+	var asJSON bool
+	c := &cobra.Command{
+		Use:   "check",
+		Short: "Check, read-only, that bootstrap and run will work; one line per item with the fix",
+		Long: `check connects to both servers and reports, one line per item, OK, WARN or
+FAIL with the fix: versions, wal_level, free slots and WAL senders, the
+REPLICATION attribute, SELECT and ownership of every selected table (a
+publication needs both), replica identities, the target role's right to set
+session_replication_role, each target table (present and compatible, or to
+be created), statement triggers that would fire for replicated rows,
+max_slot_wal_keep_size and the size of the copy. It changes
+nothing. Free disk space is not checked on either side: compare the copy
+size with the target's free space yourself.
+
+Exit status: 0 when nothing FAILs (WARN alone is 0), 1 otherwise.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg, err := a.loadConfig()
+			if err != nil {
+				return err
+			}
+			items := job.Preflight(cmd.Context(), jobOptions(cfg), true)
+			if asJSON {
+				enc := json.NewEncoder(a.stdout)
+				enc.SetIndent("", "  ")
+				if err := enc.Encode(items); err != nil {
+					return err
+				}
+			} else {
+				for _, it := range items {
+					line := fmt.Sprintf("%-4s  %-26s %s", it.Status, it.Item, it.Detail)
+					if it.Fix != "" {
+						line += " (fix: " + it.Fix + ")"
+					}
+					fmt.Fprintln(a.stdout, line)
+				}
+			}
+			if failed := items.Failed(); len(failed) > 0 {
+				return failf(ExitFailed, "%d of %d checks failed: %s", len(failed), len(items), job.FailedItems(failed))
+			}
+			return nil
+		},
+	}
+	c.Flags().BoolVar(&asJSON, "json", false, "print the items as JSON")
+	return c
+}
+
+// showCopyProgress draws a progress bar on a terminal, and otherwise logs a
+// line every 10 seconds. It returns the function that stops it.
+func (a *app) showCopyProgress(p *snapshot.Progress) func() {
+	done := make(chan struct{})
+	finished := make(chan struct{})
+	interactive := isTerminal(a.stderr)
+	var bar *progressbar.ProgressBar
+	every := 10 * time.Second
+	if interactive {
+		every = 200 * time.Millisecond
+		bar = progressbar.NewOptions64(-1,
+			progressbar.OptionSetWriter(a.stderr),
+			progressbar.OptionShowBytes(true),
+			progressbar.OptionSetDescription("copying"),
+			progressbar.OptionThrottle(every),
+			progressbar.OptionClearOnFinish())
+	}
+	go func() {
+		defer close(finished)
+		t := time.NewTicker(every)
+		defer t.Stop()
+		began := time.Now()
+		for {
+			select {
+			case <-done:
+				if bar != nil {
+					_ = bar.Finish()
+				}
+				return
+			case <-t.C:
+			}
+			b, r := p.Bytes.Load(), p.Rows.Load()
+			if bar != nil {
+				desc := fmt.Sprintf("copied %d/%d tables", p.TablesDone.Load(), p.TablesTotal.Load())
+				for _, t := range p.Active() {
+					desc += fmt.Sprintf(" | %s %d rows %s %.1f MB/s", t.Table, t.Rows, humanize.IBytes(uint64(t.Bytes)), float64(t.Bytes)/1e6/max(t.Elapsed.Seconds(), 1e-3))
+				}
+				bar.Describe(desc)
+				_ = bar.Set64(b)
+				continue
+			}
+			a.log.Info("copying", "tables_done", p.TablesDone.Load(), "tables", p.TablesTotal.Load(), "rows", r, "bytes", b,
+				"mb_per_s", fmt.Sprintf("%.1f", float64(b)/1e6/time.Since(began).Seconds()))
+		}
+	}()
+	return func() { close(done); <-finished }
+}

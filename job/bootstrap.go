@@ -1,0 +1,280 @@
+package job
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/jackc/pglogrepl"
+
+	"github.com/pgsync/pgsync/apply"
+	"github.com/pgsync/pgsync/catalog"
+	"github.com/pgsync/pgsync/pgconnect"
+	"github.com/pgsync/pgsync/replication"
+	"github.com/pgsync/pgsync/snapshot"
+)
+
+// BootstrapReport is what a bootstrap did.
+type BootstrapReport struct {
+	Job  string
+	Mode BootstrapMode
+	// Results are the tables copied now; Kept the tables an interrupted
+	// bootstrap had copied, which this one kept.
+	Results []snapshot.TableResult
+	Kept    []string
+	Seconds float64
+	// StreamFrom is where pgsync run starts.
+	StreamFrom pglogrepl.LSN
+	// Created and Parents count the tables created on the target and the
+	// partitioned tables created for them; Built the indexes and
+	// constraints attempted after the copy, of which Failed were not
+	// created.
+	Created, Parents int
+	Built            int
+	Failed           []string
+}
+
+// readRecorded reads what the target and the source hold of the job.
+func (j *Job) readRecorded(ctx context.Context) (Recorded, error) {
+	var rec Recorded
+	prog, err := apply.ReadProgress(ctx, j.tgt, j.opts.Job)
+	switch {
+	case errors.Is(err, apply.ErrNoProgress):
+	case err != nil:
+		return rec, err
+	default:
+		rec.State, rec.LSN = prog.State, prog.LSN
+	}
+	if rec.Tables, err = apply.ReadAddedTables(ctx, j.tgt, j.opts.Job); err != nil {
+		return rec, err
+	}
+	rec.Slot, rec.Publication, err = replication.Exists(ctx, j.src, j.opts.Names)
+	return rec, err
+}
+
+// Bootstrap starts the job: checks, then the publication and slot, the
+// target tables and the copy under the slot's snapshot. An interrupted
+// bootstrap is resumed when its slot is still there: the tables whose copy
+// committed are kept and the others copied under a new snapshot with their
+// own position, as add-tables does. force starts over, emptying every
+// existing target table of the job. Nothing is recorded before every check
+// passed.
+func (j *Job) Bootstrap(ctx context.Context, force bool, progress *snapshot.Progress) (*BootstrapReport, error) {
+	began := time.Now()
+	if failed := Preflight(ctx, j.opts, false).Failed(); len(failed) > 0 {
+		return nil, fmt.Errorf("%w: %d (pgsync check lists them all): %s", ErrChecks, len(failed), FailedItems(failed))
+	}
+	if err := pgconnect.ReplicaSession(ctx, j.tgt); err != nil {
+		return nil, err
+	}
+	tables, err := catalog.Resolve(ctx, j.src, j.opts.Tables)
+	if err != nil {
+		return nil, err
+	}
+	unlogged, err := catalog.UnloggedMatches(ctx, j.src, j.opts.Tables)
+	if err != nil {
+		return nil, err
+	}
+	for _, t := range unlogged {
+		j.log.Warn("skipping an UNLOGGED table: logical replication cannot publish it", "table", t.String())
+	}
+	if len(tables) == 0 {
+		return nil, fmt.Errorf("no source table matches job.tables %s", strings.Join(j.opts.Tables, ", "))
+	}
+	rec, err := j.readRecorded(ctx)
+	if err != nil {
+		return nil, err
+	}
+	plan, err := PlanBootstrap(rec, force)
+	switch {
+	case errors.Is(err, ErrAlreadyBootstrapped):
+		return nil, fmt.Errorf("job %s: %w (streaming resumes at %s)", j.opts.Job, err, rec.LSN)
+	case errors.Is(err, ErrForeignSlot):
+		return nil, fmt.Errorf("job %s: %w: %s", j.opts.Job, err, j.opts.Names.Slot)
+	case err != nil:
+		return nil, err
+	}
+	rep := &BootstrapReport{Job: j.opts.Job, Mode: plan.Mode}
+	var toCopy []catalog.Table
+	matched := make(map[string]bool, len(tables))
+	for _, t := range tables {
+		matched[t.String()] = true
+		if _, ok := plan.Keep[t.String()]; ok {
+			rep.Kept = append(rep.Kept, t.String())
+			continue
+		}
+		toCopy = append(toCopy, t)
+	}
+	var unpublished []catalog.Table
+	if plan.Mode == Resume {
+		published, err := replication.PublishedTables(ctx, j.src, j.opts.Names.Publication)
+		if err != nil {
+			return nil, err
+		}
+		isPublished := make(map[string]bool, len(published))
+		for _, p := range published {
+			name := p[0] + "." + p[1]
+			isPublished[name] = true
+			if !matched[name] {
+				return nil, fmt.Errorf("job.tables no longer names %s, published by the interrupted bootstrap: name it again, or start over with bootstrap --force", name)
+			}
+		}
+		for _, t := range toCopy {
+			if !isPublished[t.String()] {
+				unpublished = append(unpublished, t)
+			}
+		}
+	}
+	tp, err := j.planTarget(ctx, tablePtrs(toCopy), plan.Owned, plan.EmptyAll)
+	if err != nil {
+		return nil, err
+	}
+
+	// Every check passed: from here on each step records what it did.
+	j.log.Info("bootstrap", "job", j.opts.Job, "mode", plan.Mode.String(), "previous_state", rec.State,
+		"tables_to_copy", len(toCopy), "tables_kept", len(rep.Kept), "force", force)
+	if err := apply.EnsureProgressTable(ctx, j.tgt); err != nil {
+		return nil, err
+	}
+	if plan.Mode != Resume {
+		if err := replication.Drop(ctx, j.src, j.opts.Names); err != nil {
+			return nil, err
+		}
+		if err := apply.DeleteProgress(ctx, j.tgt, j.opts.Job); err != nil {
+			return nil, err
+		}
+		if err := apply.WriteProgress(ctx, j.tgt, apply.Progress{Job: j.opts.Job, State: apply.StateCopying}); err != nil {
+			return nil, err
+		}
+	}
+	if err := j.markTables(ctx, toCopy, Accepted, 0); err != nil {
+		return nil, err
+	}
+	created, parents, err := j.prepareTarget(ctx, tp)
+	if err != nil {
+		return nil, err
+	}
+	rep.Created, rep.Parents = len(created), len(parents)
+	objects, err := j.secondaryObjects(ctx, j.src, j.tgt, tables, toBuild(tables, created, parents, plan.Mode != Fresh))
+	if err != nil {
+		return nil, err
+	}
+
+	var slot *replication.Slot
+	if plan.Mode == Resume {
+		rep.StreamFrom = rec.LSN
+		if len(unpublished) > 0 {
+			if err := replication.AddToPublication(ctx, j.src, j.opts.Names, unpublished); err != nil {
+				return nil, err
+			}
+		}
+	} else if err := replication.CreatePublication(ctx, j.src, j.opts.Names, tables); err != nil {
+		return nil, err
+	}
+	if plan.Mode != Resume || len(toCopy) > 0 {
+		repl, err := pgconnect.ConnectReplication(ctx, j.opts.SourceURL)
+		if err != nil {
+			return nil, err
+		}
+		defer repl.Close(context.WithoutCancel(ctx))
+		stop := j.announceSlotWait(ctx, j.opts.Names.Slot, repl.PID())
+		if plan.Mode == Resume {
+			// The job's slot stays where it is; the tables left to copy
+			// are copied under a snapshot of their own.
+			slot, err = replication.CreateTemporarySlot(ctx, repl, fmt.Sprintf("pgsync_resume_%d", os.Getpid()))
+		} else {
+			slot, err = replication.CreateSlot(ctx, repl, j.opts.Names)
+		}
+		stop()
+		if err != nil {
+			return nil, err
+		}
+		j.log.Info("slot created", "resume", plan.Mode == Resume, "consistent_point", slot.ConsistentPoint.String(), "snapshot", slot.SnapshotName, "tables", len(toCopy))
+	}
+	if plan.Mode != Resume {
+		rep.StreamFrom = slot.ConsistentPoint
+		if err := apply.WriteProgress(ctx, j.tgt, apply.Progress{Job: j.opts.Job, State: apply.StateCopying, LSN: slot.ConsistentPoint}); err != nil {
+			return nil, err
+		}
+	}
+	if len(toCopy) > 0 {
+		if err := j.markTables(ctx, toCopy, CopyStarted, 0); err != nil {
+			return nil, err
+		}
+		// Each table is recorded as it commits, so that a rerun after an
+		// interruption keeps it.
+		byName := make(map[string][2]string, len(toCopy))
+		for _, t := range toCopy {
+			byName[t.String()] = [2]string{t.Schema, t.Name}
+		}
+		var mu sync.Mutex
+		copied := func(r snapshot.TableResult) error {
+			mu.Lock()
+			defer mu.Unlock()
+			return apply.MarkTables(ctx, j.tgt, j.opts.Job, [][2]string{byName[r.Table]}, apply.TableReady, slot.ConsistentPoint)
+		}
+		results, built, failed, err := j.copyAndBuild(ctx, slot, toCopy, objects, progress, copied, "rerun pgsync bootstrap to resume")
+		if err != nil {
+			return nil, err
+		}
+		rep.Results, rep.Built, rep.Failed = results, len(built), failed
+	} else if len(objects) > 0 {
+		built, err := snapshot.BuildObjects(ctx, j.opts.TargetURL, j.opts.MaxParallelCopies, objects)
+		if err != nil {
+			return nil, fmt.Errorf("create indexes and constraints (rerun pgsync bootstrap to resume): %w", err)
+		}
+		rep.Built = len(built)
+	}
+	if err := apply.WriteProgress(ctx, j.tgt, apply.Progress{Job: j.opts.Job, State: apply.StateReady, LSN: rep.StreamFrom}); err != nil {
+		return nil, err
+	}
+	rep.Seconds = time.Since(began).Seconds()
+	var rows, bytes int64
+	for _, r := range rep.Results {
+		rows += r.Rows
+		bytes += r.Bytes
+	}
+	j.log.Info("bootstrap done", "job", j.opts.Job, "mode", plan.Mode.String(), "tables", len(rep.Results), "tables_kept", len(rep.Kept),
+		"rows", rows, "bytes", bytes, "seconds", fmt.Sprintf("%.2f", rep.Seconds),
+		"mb_per_s", fmt.Sprintf("%.1f", float64(bytes)/1e6/rep.Seconds), "stream_from", rep.StreamFrom.String())
+	return rep, nil
+}
+
+// markTables moves tables through ev (NextTableState) and records their
+// new state, with the copy position copied.
+func (j *Job) markTables(ctx context.Context, tables []catalog.Table, ev TableEvent, copied pglogrepl.LSN) error {
+	if len(tables) == 0 {
+		return nil
+	}
+	rec, err := apply.ReadAddedTables(ctx, j.tgt, j.opts.Job)
+	if err != nil {
+		return err
+	}
+	byState := map[string][][2]string{}
+	for _, t := range tables {
+		to, err := NextTableState(rec[t.String()].State, ev)
+		if err != nil {
+			return fmt.Errorf("table %s: %w", t.String(), err)
+		}
+		byState[to] = append(byState[to], [2]string{t.Schema, t.Name})
+	}
+	for state, pairs := range byState {
+		if err := apply.MarkTables(ctx, j.tgt, j.opts.Job, pairs, state, copied); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// tablePtrs points at each of tables.
+func tablePtrs(tables []catalog.Table) []*catalog.Table {
+	out := make([]*catalog.Table, len(tables))
+	for i := range tables {
+		out[i] = &tables[i]
+	}
+	return out
+}

@@ -1,0 +1,148 @@
+package job
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/dustin/go-humanize"
+
+	"github.com/pgsync/pgsync/apply"
+	"github.com/pgsync/pgsync/catalog"
+	"github.com/pgsync/pgsync/replication"
+)
+
+// Status is what pgsync status shows; its JSON keys are documented.
+type Status struct {
+	Job               string `json:"job"`
+	Slot              string `json:"slot"`
+	SlotExists        bool   `json:"slot_exists"`
+	SlotActive        bool   `json:"slot_active"`
+	WALStatus         string `json:"wal_status"`
+	ConfirmedFlushLSN string `json:"confirmed_flush_lsn"`
+	State             string `json:"state"`
+	AppliedLSN        string `json:"applied_lsn"`
+	SourceWALLSN      string `json:"source_wal_lsn"`
+	LagBytes          *int64 `json:"lag_bytes"`
+	// LagSeconds is the source's clock minus the source commit time of the
+	// last transaction applied, 0 when nothing is left to send, null when
+	// unknown (nothing applied since bootstrap).
+	LagSeconds       *float64 `json:"lag_seconds"`
+	RetainedWALBytes *int64   `json:"retained_wal_bytes"`
+	// SafeWALSizeBytes is how much more WAL the source may write before it
+	// invalidates the slot; null when max_slot_wal_keep_size is unlimited.
+	SafeWALSizeBytes     *int64 `json:"safe_wal_size_bytes"`
+	MaxSlotWALKeepSizeMB int64  `json:"max_slot_wal_keep_size_mb"` // -1: unlimited
+	// Warnings are conditions to act on before they stop the job.
+	Warnings []string `json:"warnings,omitempty"`
+	// UnloggedSkipped lists the UNLOGGED tables the patterns match, which
+	// logical replication cannot carry.
+	UnloggedSkipped []string `json:"unlogged_skipped,omitempty"`
+	// TablesBeingAdded lists the tables pgsync add-tables is copying (or
+	// left half copied): run pauses at their first change until the copy
+	// is recorded.
+	TablesBeingAdded []string `json:"tables_being_added,omitempty"`
+	// Problem says what stops the job from streaming and what to do, when
+	// something does.
+	Problem string `json:"problem,omitempty"`
+}
+
+// Status reads the job's state, slot, positions and lag.
+func (j *Job) Status(ctx context.Context) (*Status, error) {
+	slot, err := replication.Status(ctx, j.src, j.opts.Names)
+	if err != nil {
+		return nil, err
+	}
+	st := &Status{Job: j.opts.Job, Slot: j.opts.Names.Slot, SlotExists: slot.Exists, SlotActive: slot.Active, WALStatus: slot.WALStatus,
+		SourceWALLSN: slot.CurrentWALLSN.String(), State: "not bootstrapped"}
+	st.MaxSlotWALKeepSizeMB = slot.MaxSlotWALKeepSize
+	if slot.MaxSlotWALKeepSize > 0 {
+		st.MaxSlotWALKeepSizeMB = slot.MaxSlotWALKeepSize >> 20
+	}
+	if slot.Exists {
+		st.ConfirmedFlushLSN = slot.ConfirmedFlushLSN.String()
+		retained := int64(slot.CurrentWALLSN) - int64(slot.RestartLSN)
+		st.RetainedWALBytes = &retained
+		st.SafeWALSizeBytes = slot.SafeWALSize
+		if w := retainedWALWarning(retained, slot.MaxSlotWALKeepSize); w != "" {
+			st.Warnings = append(st.Warnings, w)
+		}
+	}
+	prog, err := apply.ReadProgress(ctx, j.tgt, j.opts.Job)
+	switch {
+	case errors.Is(err, apply.ErrNoProgress):
+	case err != nil:
+		return nil, err
+	default:
+		st.State = prog.State
+		st.AppliedLSN = prog.LSN.String()
+		// The slot may be ahead of the progress row when it skipped
+		// WAL without changes for the job: lag is what the source
+		// still has to send.
+		applied := max(prog.LSN, slot.ConfirmedFlushLSN)
+		lag := max(int64(slot.CurrentWALLSN)-int64(applied), 0)
+		st.LagBytes = &lag
+		switch {
+		case lag == 0:
+			st.LagSeconds = new(float64)
+		case prog.SourceCommitTime != nil:
+			secs := max(slot.SourceNow.Sub(*prog.SourceCommitTime).Seconds(), 0)
+			st.LagSeconds = &secs
+		}
+	}
+	added, err := apply.ReadAddedTables(ctx, j.tgt, j.opts.Job)
+	if err != nil {
+		return nil, err
+	}
+	for name, t := range added {
+		if apply.Waits(t.State) {
+			st.TablesBeingAdded = append(st.TablesBeingAdded, name)
+		}
+	}
+	slices.Sort(st.TablesBeingAdded)
+	st.Problem = slotProblem(st)
+	unlogged, err := catalog.UnloggedMatches(ctx, j.src, j.opts.Tables)
+	if err != nil {
+		return nil, err
+	}
+	for _, t := range unlogged {
+		st.UnloggedSkipped = append(st.UnloggedSkipped, t.String())
+	}
+	return st, nil
+}
+
+// retainedWALWarning warns when the slot retains more than half of what
+// max_slot_wal_keep_size (limit, -1: unlimited) allows.
+func retainedWALWarning(retained, limit int64) string {
+	if limit <= 0 || retained <= limit/2 {
+		return ""
+	}
+	return fmt.Sprintf("the slot retains %s of WAL, more than half of max_slot_wal_keep_size (%s): past it the source invalidates the slot and the job must start over; find why run is behind (a stopped run, a slow or locked target)",
+		humanize.IBytes(uint64(retained)), humanize.IBytes(uint64(limit)))
+}
+
+// slotProblem describes a bootstrapped job whose slot cannot stream.
+func slotProblem(st *Status) string {
+	if st.State == "not bootstrapped" {
+		return ""
+	}
+	switch {
+	case !st.SlotExists:
+		return SlotRemedy(fmt.Errorf("slot %s of job %s: %w", st.Slot, st.Job, replication.ErrSlotMissing)).Error()
+	case st.WALStatus == "lost":
+		return SlotRemedy(fmt.Errorf("slot %s of job %s: %w", st.Slot, st.Job, replication.ErrSlotInvalidated)).Error()
+	}
+	return ""
+}
+
+// SlotRemedy adds to a slot error what the operator can do about it.
+func SlotRemedy(err error) error {
+	switch {
+	case errors.Is(err, replication.ErrSlotInvalidated), errors.Is(err, replication.ErrSlotMissing):
+		return fmt.Errorf("%w; the job cannot resume: start over with pgsync bootstrap --force", err)
+	case errors.Is(err, replication.ErrSlotActive):
+		return fmt.Errorf("%w; stop the other pgsync run of this job first", err)
+	}
+	return err
+}

@@ -1,0 +1,84 @@
+package job
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// When a slot is being created and the creation waits, the first notice
+// comes after waitNoticeAfter and then every waitNoticeEvery.
+var (
+	waitNoticeAfter = 10 * time.Second
+	waitNoticeEvery = 30 * time.Second
+)
+
+// announceSlotWait says, while a slot is being created on the replication
+// connection of backend replPID, which source transactions the creation
+// waits for: creating a logical slot waits until every transaction running
+// when it began that has an xid has ended, and says nothing meanwhile. It
+// uses j.src, which the caller leaves alone until stop returns.
+func (j *Job) announceSlotWait(ctx context.Context, slot string, replPID uint32) (stop func()) {
+	done := make(chan struct{})
+	finished := make(chan struct{})
+	began := time.Now()
+	go func() {
+		defer close(finished)
+		wait := waitNoticeAfter
+		for {
+			select {
+			case <-done:
+				return
+			case <-ctx.Done():
+				return
+			case <-time.After(wait):
+			}
+			wait = waitNoticeEvery
+			// Not under ctx: a cancelled query would close j.src.
+			blockers, err := j.transactionsOlderThan(context.WithoutCancel(ctx), began, replPID)
+			if err != nil {
+				j.log.Warn("creating the slot is taking long, and the source transactions it waits for cannot be read", "slot", slot,
+					"waited_s", fmt.Sprintf("%.0f", time.Since(began).Seconds()), "err", err)
+				continue
+			}
+			j.log.Warn("waiting: creating the slot waits until every source transaction that was running when it began, and has written, ends; end them (COMMIT or ROLLBACK in their application, or SELECT pg_terminate_backend(pid) on the source) or let them finish",
+				"slot", slot, "waited_s", fmt.Sprintf("%.0f", time.Since(began).Seconds()), "transactions", blockers)
+		}
+	}()
+	return func() { close(done); <-finished }
+}
+
+// transactionsOlderThan describes the source sessions with a transaction
+// that has an xid and began before t, oldest first: "pid 123
+// (application_name psql, user app, database db, 42s, idle in
+// transaction)".
+func (j *Job) transactionsOlderThan(ctx context.Context, t time.Time, exceptPID uint32) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	rows, err := j.src.Query(ctx, `SELECT format('pid %s (application_name %s, user %s, database %s, %ss, %s)',
+       pid, coalesce(nullif(application_name, ''), '-'), coalesce(usename::text, '-'), coalesce(datname::text, '-'),
+       round(extract(epoch FROM now() - xact_start)), coalesce(state, '-'))
+FROM pg_stat_activity
+WHERE backend_xid IS NOT NULL AND xact_start < $1 AND pid <> $2 AND pid <> pg_backend_pid()
+ORDER BY xact_start LIMIT 20`, t, int64(exceptPID))
+	if err != nil {
+		return "", err
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var s string
+		if err := rows.Scan(&s); err != nil {
+			return "", err
+		}
+		out = append(out, s)
+	}
+	if err := rows.Err(); err != nil {
+		return "", err
+	}
+	if len(out) == 0 {
+		return "none found in pg_stat_activity (prepared transactions? see pg_prepared_xacts)", nil
+	}
+	return strings.Join(out, "; "), nil
+}
