@@ -2,15 +2,48 @@ package apply
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
+	"github.com/jackc/pglogrepl"
 	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/pgsync/pgsync/pgoutput"
 )
 
 // The target connection in pipeline mode: statements are queued, sent in
 // batches ended by a Sync, and their results read one batch behind, so the
 // target executes a batch while the next one is built.
 
+// flushEvery is how many queued statements go to the server in one write
+// while a batch is being built, so that the server works while we decode.
+const flushEvery = 64
+
+// pendingKind says what a pending statement is, for the check of its
+// result and the error that names it (describe).
+type pendingKind byte
+
+const (
+	pendingRows pendingKind = iota
+	pendingPrepare
+	pendingControl // BEGIN, TRUNCATE
+	pendingProgress
+	pendingCommit
+)
+
+// pending is a statement whose result has not been read yet.
+type pending struct {
+	kind pendingKind
+	op   byte
+	// expect is the number of rows the statement must affect; 0 when any
+	// number is fine.
+	expect int32
+	rel    *relation
+	lsn    pglogrepl.LSN
+	tables string // TRUNCATE: the tables, for the error
+}
+
+// startPipeline puts the connection in pipeline mode unless it is already.
 func (a *Applier) startPipeline(ctx context.Context) {
 	if a.pipeline == nil {
 		a.pipeline = a.conn.PgConn().StartPipeline(ctx)
@@ -127,4 +160,34 @@ func (a *Applier) readBatch(ctx context.Context) error {
 	}
 	a.batchEnds = a.batchEnds[1:]
 	return nil
+}
+
+// errNoRow is the error of a statement that affected fewer rows than it
+// must: the server raises none, so readBatch checks the command tag.
+var errNoRow = errors.New("no row matched on the target: the target has diverged from the source")
+
+// describe wraps the error of a pending statement with what it was: the
+// operation, the table and the source LSN, or the progress row of job.
+func describe(pd *pending, job string, err error) error {
+	// The server's detail often names what the message does not (the
+	// table whose foreign key refused a TRUNCATE, the key of a conflict).
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && pgErr.Detail != "" {
+		err = fmt.Errorf("%w (%s)", err, pgErr.Detail)
+	}
+	switch pd.kind {
+	case pendingRows:
+		return fmt.Errorf("apply %s on %s at %s: %w", opName(pd.op), pd.rel.src, pd.lsn, err)
+	case pendingPrepare:
+		return fmt.Errorf("prepare %s on %s at %s: %w", opName(pd.op), pd.rel.src, pd.lsn, err)
+	case pendingProgress:
+		if errors.Is(err, errNoRow) {
+			err = fmt.Errorf("the progress row of job %s is gone (was pgsync teardown run?)", job)
+		}
+		return fmt.Errorf("record progress at %s: %w", pd.lsn, err)
+	}
+	if pd.op == pgoutput.MsgTruncate {
+		return fmt.Errorf("apply TRUNCATE of %s at %s: %w", pd.tables, pd.lsn, err)
+	}
+	return fmt.Errorf("target transaction at %s: %w", pd.lsn, err)
 }
