@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/jackc/pglogrepl"
+
+	"github.com/pgsync/pgsync/replication"
 )
 
 // Tables added to a running job by pgsync add-tables: a session pauses at
@@ -83,6 +85,7 @@ func (e *TableBeingAddedError) Error() string {
 	return fmt.Sprintf("job %s: table %s, reached at %s, is being copied by pgsync add-tables: run pauses until the copy is done", e.Job, e.Table, e.LSN)
 }
 
-// Pause marks the end of the session as intended: replication.Run starts
-// the next one at once instead of treating it as a failure.
-func (e *TableBeingAddedError) Pause() {}
+// Is makes the error a replication.ErrPaused: the end of the session is
+// intended, and replication.Run starts the next one at once instead of
+// treating it as a failure.
+func (e *TableBeingAddedError) Is(target error) bool { return target == replication.ErrPaused }

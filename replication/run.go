@@ -26,6 +26,12 @@ type Target interface {
 	Close(ctx context.Context) error
 }
 
+// ErrPaused is matched (errors.Is) by the error of a Target that ends a
+// session on purpose: apply's TableBeingAddedError, at a table that
+// pgsync add-tables is still copying. Run starts the next session at once,
+// without backoff, and that session's ResumeLSN waits.
+var ErrPaused = errors.New("session paused by the target")
+
 // RunOptions configures Run.
 type RunOptions struct {
 	StreamOptions
@@ -81,8 +87,7 @@ func Run(ctx context.Context, opts RunOptions, openTarget func(context.Context) 
 		}
 		// A Target ends a session on purpose (a table being added): the
 		// next session starts at once, and its ResumeLSN waits.
-		var pause interface{ Pause() }
-		if errors.As(err, &pause) {
+		if errors.Is(err, ErrPaused) {
 			log.Info("pausing", "slot", opts.Slot, "reason", err.Error())
 			continue
 		}
