@@ -9,6 +9,8 @@ import (
 	"strings"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/pgsync/pgsync/pattern"
 )
 
 // Querier is what catalog needs of a connection; *pgx.Conn and pgx.Tx both
@@ -160,7 +162,7 @@ func UnloggedMatches(ctx context.Context, q Querier, patterns []string) ([]Table
 func match(ctx context.Context, q Querier, patterns []string, persistence string) ([]Table, error) {
 	var schemas, names []string
 	for _, p := range patterns {
-		s, n, err := ParsePattern(p)
+		s, n, err := pattern.Parse(p)
 		if err != nil {
 			return nil, fmt.Errorf("table pattern %q: %w", p, err)
 		}

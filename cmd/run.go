@@ -12,9 +12,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/pgsync/pgsync/apply"
-	"github.com/pgsync/pgsync/catalog"
 	"github.com/pgsync/pgsync/job"
 	"github.com/pgsync/pgsync/metrics"
+	"github.com/pgsync/pgsync/pattern"
 	"github.com/pgsync/pgsync/pgconnect"
 	"github.com/pgsync/pgsync/replication"
 )
@@ -138,8 +138,8 @@ error.`,
 func (a *app) selectedNow(schema, name string) bool {
 	cfg, err := a.loadConfig()
 	if err == nil {
-		var m *catalog.Matcher
-		if m, err = catalog.NewMatcher(cfg.Tables); err == nil {
+		var m *pattern.Matcher
+		if m, err = pattern.NewMatcher(cfg.Tables); err == nil {
 			return m.Matches(schema, name)
 		}
 	}

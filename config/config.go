@@ -19,7 +19,7 @@ import (
 	"github.com/dustin/go-humanize"
 	"github.com/jackc/pgx/v5/pgconn"
 
-	"github.com/pgsync/pgsync/catalog"
+	"github.com/pgsync/pgsync/pattern"
 )
 
 // Environment variables that override the urls of the file.
@@ -191,7 +191,7 @@ func Parse(name, text string, getenv func(string) string) (*Config, error) {
 		return fail("job.tables", "missing: list at least one schema.table pattern, e.g. [\"public.*\"]")
 	}
 	for _, p := range fc.Job.Tables {
-		if _, _, err := catalog.ParsePattern(p); err != nil {
+		if _, _, err := pattern.Parse(p); err != nil {
 			return fail("job.tables", "%q: %v", p, err)
 		}
 	}

@@ -1,4 +1,8 @@
-package catalog
+// Package pattern is the syntax of the table patterns of job.tables:
+// config validates them, catalog selects tables with them on the source,
+// and a Matcher tells in memory whether a table is named. It imports
+// nothing of pgsync, so that config need not import catalog.
+package pattern
 
 import (
 	"errors"
@@ -12,12 +16,12 @@ import (
 // an identifier in double quotes, matched exactly and able to hold any
 // character: "Sales Dept".*, public."Order Lines", "a.b"."x""y".
 
-// errPattern explains the syntax; ParsePattern wraps it.
+// errPattern explains the syntax; Parse returns it.
 var errPattern = errors.New(`want schema.table, each part a glob of letters, digits, '_', '$' and '*', or a "quoted identifier"`)
 
-// ParsePattern splits a schema.table pattern into LIKE patterns for the
-// schema and the table name.
-func ParsePattern(p string) (schemaLike, nameLike string, err error) {
+// Parse splits a schema.table pattern into LIKE patterns for the schema
+// and the table name.
+func Parse(p string) (schemaLike, nameLike string, err error) {
 	schema, rest, err := patternPart(p)
 	if err != nil {
 		return "", "", err
@@ -78,15 +82,15 @@ func likePattern(glob string) string {
 	return strings.ReplaceAll(likeEscaper.Replace(glob), "*", "%")
 }
 
-// Matcher tells whether a table is named by a list of patterns, as Resolve
-// selects tables with them.
+// Matcher tells whether a table is named by a list of patterns, as
+// catalog.Resolve selects tables with them.
 type Matcher struct{ parts [][2]*regexp.Regexp }
 
-// NewMatcher compiles patterns (each as ParsePattern takes it).
+// NewMatcher compiles patterns (each as Parse takes it).
 func NewMatcher(patterns []string) (*Matcher, error) {
 	m := &Matcher{}
 	for _, p := range patterns {
-		s, n, err := ParsePattern(p)
+		s, n, err := Parse(p)
 		if err != nil {
 			return nil, fmt.Errorf("table pattern %q: %w", p, err)
 		}
@@ -98,8 +102,8 @@ func NewMatcher(patterns []string) (*Matcher, error) {
 
 // Matches says whether schema.name is named by one of the patterns.
 func (m *Matcher) Matches(schema, name string) bool {
-	// Schema and name are matched apart, as Resolve does: a dot inside
-	// either must not join them.
+	// Schema and name are matched apart, as catalog.Resolve does: a dot
+	// inside either must not join them.
 	for _, re := range m.parts {
 		if re[0].MatchString(schema) && re[1].MatchString(name) {
 			return true

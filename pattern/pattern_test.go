@@ -1,8 +1,8 @@
-package catalog
+package pattern
 
 import "testing"
 
-func TestParsePattern(t *testing.T) {
+func TestParse(t *testing.T) {
 	tests := []struct {
 		in           string
 		schema, name string
@@ -23,15 +23,15 @@ func TestParsePattern(t *testing.T) {
 		{in: `"x"y.t`, bad: true},
 	}
 	for _, tt := range tests {
-		s, n, err := ParsePattern(tt.in)
+		s, n, err := Parse(tt.in)
 		if tt.bad {
 			if err == nil {
-				t.Errorf("ParsePattern(%q) = %q, %q; want an error", tt.in, s, n)
+				t.Errorf("Parse(%q) = %q, %q; want an error", tt.in, s, n)
 			}
 			continue
 		}
 		if err != nil || s != tt.schema || n != tt.name {
-			t.Errorf("ParsePattern(%q) = %q, %q, %v; want %q, %q", tt.in, s, n, err, tt.schema, tt.name)
+			t.Errorf("Parse(%q) = %q, %q, %v; want %q, %q", tt.in, s, n, err, tt.schema, tt.name)
 		}
 	}
 }
