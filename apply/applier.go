@@ -28,7 +28,10 @@ type Options struct {
 	MaxBatchRows  int
 	MaxBatchBytes int64
 	// Prepared, when set, holds the number of statements prepared on the
-	// target connection (for progress lines and the soak test).
+	// target connection: the Applier keeps it, across sessions when the
+	// caller passes the same counter to each, for the progress line
+	// (replication.RunOptions.Prepared), pgsync_prepared_statements and the
+	// soak test.
 	Prepared *atomic.Int64
 	// Metrics, when set, counts rows by table and times target commits.
 	Metrics *metrics.Apply

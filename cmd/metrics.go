@@ -15,9 +15,10 @@ import (
 	"github.com/pgsync/pgsync/snapshot"
 )
 
-// registerRunMetrics exposes run's positions and counters, and the slot's
-// retained WAL read from the source at each scrape.
-func registerRunMetrics(reg prometheus.Registerer, stats *replication.Stats, cfg *config.Config) (closeSlot func()) {
+// registerRunMetrics exposes run's positions and counters, the number of
+// statements apply holds prepared (prepared), and the slot's retained WAL
+// read from the source at each scrape.
+func registerRunMetrics(reg prometheus.Registerer, stats *replication.Stats, prepared func() int64, cfg *config.Config) (closeSlot func()) {
 	at := func(pick func(*position.Positions) uint64) func() float64 {
 		return func() float64 {
 			if p := stats.Positions.Load(); p != nil {
@@ -42,7 +43,7 @@ func registerRunMetrics(reg prometheus.Registerer, stats *replication.Stats, cfg
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "pgsync_reconnects_total", Help: "Sessions lost (source or target) and started again."},
 			func() float64 { return float64(stats.Reconnects.Load()) }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "pgsync_prepared_statements", Help: "Statements prepared on the target connection."},
-			func() float64 { return float64(stats.Prepared.Load()) }),
+			func() float64 { return float64(prepared()) }),
 	)
 	slot := &slotCollector{url: cfg.SourceURL, names: names(cfg)}
 	reg.MustRegister(slot)

@@ -6,6 +6,7 @@ import (
 	"runtime"
 	"runtime/debug"
 	"runtime/pprof"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -79,6 +80,8 @@ error.`,
 				defer pprof.StopCPUProfile()
 			}
 			stats := &replication.Stats{}
+			// Kept by apply, read by the progress line and the metrics.
+			prepared := &atomic.Int64{}
 			opts := replication.RunOptions{
 				StreamOptions: replication.StreamOptions{
 					Names:            names(cfg),
@@ -93,12 +96,13 @@ error.`,
 				SourceURL:     cfg.SourceURL,
 				UntilCaughtUp: untilCaughtUp,
 				ProgressEvery: logEvery,
+				Prepared:      prepared.Load,
 			}
-			applyOpts := apply.Options{Job: cfg.Job, Selected: a.selectedNow, MaxBatchRows: cfg.Tuning.MaxBatchRows, MaxBatchBytes: cfg.Tuning.MaxBatchBytes, Prepared: &stats.Prepared, Logger: a.log}
+			applyOpts := apply.Options{Job: cfg.Job, Selected: a.selectedNow, MaxBatchRows: cfg.Tuning.MaxBatchRows, MaxBatchBytes: cfg.Tuning.MaxBatchBytes, Prepared: prepared, Logger: a.log}
 			if metricsAddr != "" {
 				reg := metrics.NewRegistry()
 				applyOpts.Metrics = metrics.NewApply(reg)
-				closeSlot := registerRunMetrics(reg, stats, cfg)
+				closeSlot := registerRunMetrics(reg, stats, prepared.Load, cfg)
 				defer closeSlot()
 				// pgsync_lag_bytes is as of the source's last message; this
 				// says how old that is (issue 15). It belongs beside the

@@ -44,6 +44,10 @@ type RunOptions struct {
 	// MaxBackoff caps the wait between reconnects; 0 means 10s, so that
 	// streaming resumes soon after an outage ends.
 	MaxBackoff time.Duration
+	// Prepared, when set, returns the number of statements the Target holds
+	// prepared, for the progress line (prepared_statements); the Target
+	// keeps the count, not Stats.
+	Prepared func() int64
 }
 
 // Run streams the job's slot into targets opened by openTarget until ctx
@@ -73,7 +77,7 @@ func Run(ctx context.Context, opts RunOptions, openTarget func(context.Context) 
 		opts.StopAt = head
 		log.Info("running until caught up", "job_slot", opts.Slot, "source_wal_lsn", head.String())
 	}
-	stopProgress := logProgress(ctx, log, opts.Stats, opts.ProgressEvery)
+	stopProgress := logProgress(ctx, log, opts.Stats, opts.Prepared, opts.ProgressEvery)
 	defer stopProgress()
 
 	backoff := time.Second
@@ -169,7 +173,8 @@ func currentWAL(ctx context.Context, url string) (pglogrepl.LSN, error) {
 // when the source has sent nothing for a whole period, the source alone
 // knows how far its WAL has gone, and the line gives silent_s, the seconds
 // since the last message, instead of a lag it cannot know (issue 15).
-func logProgress(ctx context.Context, log *slog.Logger, st *Stats, every time.Duration) func() {
+// prepared, when not nil, adds prepared_statements.
+func logProgress(ctx context.Context, log *slog.Logger, st *Stats, prepared func() int64, every time.Duration) func() {
 	done := make(chan struct{})
 	go func() {
 		t := time.NewTicker(every)
@@ -192,8 +197,12 @@ func logProgress(ctx context.Context, log *slog.Logger, st *Stats, every time.Du
 			if silent := time.Duration(st.Silence.Load()); silent >= every {
 				lag = slog.Int64("silent_s", int64(silent.Seconds()))
 			}
-			log.Info("applying", "txn_per_s", int64(float64(txns-lastTxns)/secs), "rows_per_s", int64(float64(rows-lastRows)/secs),
-				lag, "txns", txns, "rows", rows, "prepared_statements", st.Prepared.Load())
+			args := []any{"txn_per_s", int64(float64(txns-lastTxns) / secs), "rows_per_s", int64(float64(rows-lastRows) / secs),
+				lag, "txns", txns, "rows", rows}
+			if prepared != nil {
+				args = append(args, "prepared_statements", prepared())
+			}
+			log.Info("applying", args...)
 			lastTxns, lastRows = txns, rows
 		}
 	}()

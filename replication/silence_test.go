@@ -84,13 +84,16 @@ func TestSilentSourceIsTransient(t *testing.T) {
 // period, since its WAL may have moved on by any amount (issue 15).
 func TestProgressLineDuringSilence(t *testing.T) {
 	for _, tt := range []struct {
-		name    string
-		silence time.Duration
-		want    string
-		notWant string
+		name     string
+		silence  time.Duration
+		prepared func() int64
+		want     string
+		notWant  string
 	}{
-		{"talking", 0, "lag_bytes=0", "silent_s"},
-		{"silent", 42 * time.Second, "silent_s=42", "lag_bytes"},
+		{"talking", 0, nil, "lag_bytes=0", "silent_s"},
+		{"silent", 42 * time.Second, nil, "silent_s=42", "lag_bytes"},
+		{"prepared statements", 0, func() int64 { return 7 }, "prepared_statements=7", "silent_s"},
+		{"no prepared statements count", 0, nil, "lag_bytes=0", "prepared_statements"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			var buf syncBuffer
@@ -99,7 +102,7 @@ func TestProgressLineDuringSilence(t *testing.T) {
 			st.Silence.Store(int64(tt.silence))
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
-			stop := logProgress(ctx, log, st, 10*time.Millisecond)
+			stop := logProgress(ctx, log, st, tt.prepared, 10*time.Millisecond)
 			defer stop()
 			deadline := time.Now().Add(5 * time.Second)
 			for !strings.Contains(buf.String(), "applying") {

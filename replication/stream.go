@@ -61,9 +61,6 @@ type Stats struct {
 	Txns      atomic.Int64
 	Rows      atomic.Int64
 	ServerEnd atomic.Uint64 // last WAL end the server announced
-	// Prepared is the number of statements prepared on the target, kept by
-	// the applier.
-	Prepared atomic.Int64
 	// Positions are the current session's positions.
 	Positions atomic.Pointer[position.Positions]
 	// CommitTime is the source commit time (Unix nanoseconds) of the last
