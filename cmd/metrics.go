@@ -38,6 +38,11 @@ func registerRunMetrics(reg prometheus.Registerer, stats *replication.Stats, pre
 			func() float64 { return float64(stats.LagBytes()) }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "pgsync_lag_seconds", Help: "Age of the source commit of the last applied transaction while WAL waits; 0 when caught up."},
 			func() float64 { return stats.LagSeconds(time.Now()) }),
+		// pgsync_lag_bytes is as of the source's last message; this says
+		// how old that is (issue 15).
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "pgsync_source_silent_seconds",
+			Help: "Seconds the source has sent nothing, not even a keepalive, while run waited for it; at tuning.wal_receiver_timeout run reconnects."},
+			stats.SilentSeconds),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "pgsync_transactions_applied_total", Help: "Source transactions applied."},
 			func() float64 { return float64(stats.Txns.Load()) }),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "pgsync_reconnects_total", Help: "Sessions lost (source or target) and started again."},

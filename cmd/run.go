@@ -9,7 +9,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/cobra"
 
 	"github.com/pgsync/pgsync/apply"
@@ -104,12 +103,6 @@ error.`,
 				applyOpts.Metrics = metrics.NewApply(reg)
 				closeSlot := registerRunMetrics(reg, stats, prepared.Load, cfg)
 				defer closeSlot()
-				// pgsync_lag_bytes is as of the source's last message; this
-				// says how old that is (issue 15). It belongs beside the
-				// others in registerRunMetrics.
-				reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "pgsync_source_silent_seconds",
-					Help: "Seconds the source has sent nothing, not even a keepalive, while run waited for it; at tuning.wal_receiver_timeout run reconnects."},
-					stats.SilentSeconds))
 				if err := metrics.Serve(cmd.Context(), metricsAddr, reg, a.log); err != nil {
 					return err
 				}
