@@ -103,6 +103,20 @@ func (j *Job) AddTables(ctx context.Context) (*AddTablesReport, error) {
 	if len(rep.Unmatched) > 0 {
 		j.log.Warn("published tables no longer match job.tables; they stay in the job (not dropped)", "tables", rep.Unmatched)
 	}
+	// Every check comes before the first write: a refused add-tables
+	// records nothing, not even the removals.
+	var tp targetPlan
+	if len(fresh) > 0 {
+		if failed := Preflight(ctx, j.opts, false).Failed(); len(failed) > 0 {
+			return nil, fmt.Errorf("%w: %d (pgsync check lists them all): %s", ErrChecks, len(failed), FailedItems(failed))
+		}
+		if err := pgconnect.ReplicaSession(ctx, j.tgt); err != nil {
+			return nil, err
+		}
+		if tp, err = j.planTarget(ctx, tablePtrs(fresh), owned, false); err != nil {
+			return nil, err
+		}
+	}
 	if len(abandoned) > 0 {
 		if err := j.removeAbandoned(ctx, abandoned, isPublished); err != nil {
 			return nil, err
@@ -114,17 +128,6 @@ func (j *Job) AddTables(ctx context.Context) (*AddTablesReport, error) {
 	}
 	if len(fresh) == 0 {
 		return rep, nil
-	}
-
-	if failed := Preflight(ctx, j.opts, false).Failed(); len(failed) > 0 {
-		return nil, fmt.Errorf("%w: %d (pgsync check lists them all): %s", ErrChecks, len(failed), FailedItems(failed))
-	}
-	if err := pgconnect.ReplicaSession(ctx, j.tgt); err != nil {
-		return nil, err
-	}
-	tp, err := j.planTarget(ctx, tablePtrs(fresh), owned, false)
-	if err != nil {
-		return nil, err
 	}
 	// Every check passed. Recorded before the source publishes the
 	// tables: a running run pauses at a table's first change until the

@@ -32,12 +32,12 @@ func inspectTargetTable(ctx context.Context, tgt *pgx.Conn, src *catalog.Table, 
 	}
 	tt := targetTable{exists: true}
 	if missing := catalog.MissingColumns(src, &have); len(missing) > 0 {
-		tt.problem = "lacks source column(s) " + strings.Join(missing, ", ")
+		tt.problem = "the target lacks source column(s) " + strings.Join(missing, ", ")
 		tt.fix = "add them on the target, or drop the table so that bootstrap creates it"
 		return tt, nil
 	}
 	if differ := catalog.DifferentTypes(src, &have); len(differ) > 0 {
-		tt.problem = "has other column types: " + strings.Join(differ, "; ") + ": values could be refused or changed on the way"
+		tt.problem = strings.Join(differ, "; ") + ": values could be refused or changed on the way"
 		tt.fix = "give the target columns the source's types"
 		return tt, nil
 	}
@@ -49,7 +49,7 @@ func inspectTargetTable(ctx context.Context, tgt *pgx.Conn, src *catalog.Table, 
 		return tt, fmt.Errorf("check target table %s: %w", src, err)
 	}
 	if nonEmpty {
-		tt.problem = "is not empty, and pgsync did not copy its rows: bootstrap and add-tables copy into empty tables"
+		tt.problem = "not empty on the target, and pgsync did not copy its rows: bootstrap and add-tables copy into empty tables"
 		tt.fix = "empty it, or use --force to replace its rows"
 	}
 	return tt, nil
@@ -78,7 +78,7 @@ func (j *Job) planTarget(ctx context.Context, tables []*catalog.Table, owned map
 		case !tt.exists:
 			p.create = append(p.create, t)
 		case tt.problem != "":
-			return p, fmt.Errorf("target table %s %s (%s): %w", t, tt.problem, tt.fix, ErrTargetTable)
+			return p, fmt.Errorf("target table %s: %s (%s): %w", t, tt.problem, tt.fix, ErrTargetTable)
 		default:
 			p.existing = append(p.existing, t)
 			if mayEmpty {

@@ -116,7 +116,7 @@ func TestBootstrapTwiceTeardownAndForce(t *testing.T) {
 	// After teardown the target tables still hold rows: a plain bootstrap
 	// refuses to overwrite them.
 	r = e.pgsync("bootstrap")
-	if r.code != 1 || !strings.Contains(r.stderr, "public.a is not empty") {
+	if r.code != 1 || !strings.Contains(r.stderr, "public.a: not empty") {
 		t.Fatalf("bootstrap into a non-empty table: exit %d\n%s", r.code, r.stderr)
 	}
 }

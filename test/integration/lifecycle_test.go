@@ -49,7 +49,7 @@ CREATE TABLE b (id int PRIMARY KEY, v text); INSERT INTO b SELECT g, 'src' FROM 
 	e.tgtExec(`CREATE TABLE b (id int PRIMARY KEY, v text); INSERT INTO b SELECT g, 'mine' FROM generate_series(1, 5) g`)
 	for i := 0; i < 2; i++ {
 		r := e.pgsync("bootstrap")
-		if r.code != 1 || !strings.Contains(r.stderr, "public.b is not empty") || !strings.Contains(r.stderr, "nothing was recorded") {
+		if r.code != 1 || !strings.Contains(r.stderr, "public.b: not empty") || !strings.Contains(r.stderr, "nothing was recorded") {
 			t.Fatalf("bootstrap %d: exit %d\n%s", i+1, r.code, r.stderr)
 		}
 		if got := e.recorded(); got != "" {
@@ -84,7 +84,7 @@ CREATE TABLE c (id int PRIMARY KEY, pad text); INSERT INTO c SELECT g, repeat('c
 
 	e.setTables(`["public.a", "public.b"]`)
 	r := e.pgsync("add-tables")
-	if r.code != 1 || !strings.Contains(r.stderr, "public.b is not empty") {
+	if r.code != 1 || !strings.Contains(r.stderr, "public.b: not empty") {
 		t.Fatalf("add-tables into a non-empty b: exit %d\n%s", r.code, r.stderr)
 	}
 	if got := e.recorded(); got != "ready|public.a=ready" {
