@@ -367,21 +367,67 @@ func CreateTableSQL(t *Table) string {
 }
 
 // DifferentTypes describes the columns that want (the source table) and is
-// both have, with different types or type modifiers: "column (source type
-// X, target type Y)". Generated columns are computed on each side and are
+// (the target table) both have where is's type does not hold every value
+// of want's (Holds): "column id: bigint to integer: 2147483648 would not
+// fit". A wider type is accepted (issue 16): widening a column is what
+// many moves are for. Generated columns are computed on each side and are
 // not compared.
 func DifferentTypes(want, is *Table) []string {
-	types := make(map[string]string, len(is.Columns))
-	for _, c := range is.Columns {
-		types[c.Name] = c.Type
-	}
 	var differ []string
+	forTypeChanges(want, is, func(c Column, have ColumnType) {
+		if ok, _, counterexample := Holds(c.ColumnType(), have); !ok {
+			differ = append(differ, fmt.Sprintf("column %s: %s", c.Name, Narrowing(c.ColumnType(), have, counterexample)))
+		}
+	})
+	return differ
+}
+
+// TypeWarnings describes the columns of want (the source table) that is
+// (the target table) has with a type that Holds accepts with a warning:
+// "column ts: timestamp without time zone to timestamp with time zone:
+// timestamp values become timestamptz in the target session's time zone".
+func TypeWarnings(want, is *Table) []string {
+	var warnings []string
+	forTypeChanges(want, is, func(c Column, have ColumnType) {
+		if ok, warn, _ := Holds(c.ColumnType(), have); ok && warn != "" {
+			warnings = append(warnings, fmt.Sprintf("column %s: %s to %s: %s", c.Name, c.Type, have.Type, warn))
+		}
+	})
+	return warnings
+}
+
+// NeedsText reports whether the copy of want (the source table) into is
+// (the target table) must use COPY's text format because a copied column
+// has another type on the target (int to bigint, json to jsonb, any type
+// to text): a type's binary form is read only by the same type. A column
+// whose type differs by its modifier only (varchar(10) to varchar(20))
+// is read in binary too: the binary input applies the modifier, as the
+// text input does.
+func NeedsText(want, is *Table) bool {
+	base := make(map[string]string, len(is.Columns))
+	for _, c := range is.Columns {
+		base[c.Name] = c.BaseType
+	}
 	for _, c := range want.Columns {
-		if have, ok := types[c.Name]; ok && have != c.Type && c.Generated == "" {
-			differ = append(differ, fmt.Sprintf("column %s (source type %s, target type %s)", c.Name, c.Type, have))
+		if have, ok := base[c.Name]; c.Generated == "" && (!ok || have != c.BaseType) {
+			return true
 		}
 	}
-	return differ
+	return false
+}
+
+// forTypeChanges calls f for each column of want that is has with another
+// type, generated columns left out.
+func forTypeChanges(want, is *Table, f func(c Column, have ColumnType)) {
+	types := make(map[string]ColumnType, len(is.Columns))
+	for _, c := range is.Columns {
+		types[c.Name] = c.ColumnType()
+	}
+	for _, c := range want.Columns {
+		if have, ok := types[c.Name]; ok && have.Type != c.Type && c.Generated == "" {
+			f(c, have)
+		}
+	}
 }
 
 // MissingColumns returns the columns of want (the source table) that have

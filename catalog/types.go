@@ -3,6 +3,7 @@ package catalog
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"strings"
 )
 
@@ -158,4 +159,353 @@ ORDER BY 1, 2`, idents)
 		}
 	}
 	return missing, nil
+}
+
+// ColumnType is a column's type as format_type writes it: Type with the
+// modifier ("character varying(20)", "timestamp(3) without time zone",
+// "numeric(12,2)[]"), BaseType without it ("character varying",
+// "timestamp without time zone", "numeric[]").
+type ColumnType struct {
+	Type     string
+	BaseType string
+}
+
+// ColumnType returns the column's type.
+func (c Column) ColumnType() ColumnType { return ColumnType{Type: c.Type, BaseType: c.BaseType} }
+
+// TimestampWarning is the warning of Holds for a timestamp column that is
+// timestamptz on the target: the value carries no zone, so its input on
+// the target reads it in the session's TimeZone, which the caller names.
+const TimestampWarning = "timestamp values become timestamptz in the target session's time zone"
+
+// Holds reports whether a column of type target holds every value of a
+// column of type source, written through its text form as logical
+// replication writes it (the source's output, the target's input): the
+// rule for a target column of another type than the source's (issue 16).
+// Moving with replication is how columns are widened without downtime, so
+// it accepts a type that takes every value of the source's unchanged:
+//
+//   - the same type with a modifier that allows as much or more
+//     (varchar(10) to varchar(20), numeric(8,2) to numeric(12,4),
+//     timestamp(3) to timestamp, char(3) to char(6), which pads);
+//   - integer widening (smallint to integer to bigint), an integer to a
+//     numeric with enough integer digits (or none given), to a float
+//     that holds it exactly (smallint to real, integer to double);
+//   - real to double precision (the text form, "1.1", is read as the
+//     double 1.1, as native does);
+//   - varchar(n), char(n) and text to a varchar at least as long;
+//   - json to jsonb and back, cidr to inet, bit(n) to a varbit as long;
+//   - any type to text or an unconstrained varchar (char(n) keeps its
+//     padding: its output has it, as native writes it);
+//   - timestamp to timestamptz, with warn set: the value has no zone, and
+//     the target's input reads it in the target session's TimeZone
+//     (TimestampWarning; the caller names the zone).
+//
+// Arrays follow their elements' rule. Everything else is refused (ok
+// false): a narrowing with counterexample a value of the source's type
+// that would not fit the target's ("2147483648" for bigint to integer, "a
+// 20-character value" for varchar(20) to varchar(5)); unrelated types,
+// domains and extension types with counterexample "". Narrowing words the
+// refusal.
+func Holds(source, target ColumnType) (ok bool, warn, counterexample string) {
+	if source.Type == target.Type {
+		return true, "", ""
+	}
+	s, t := shapeOf(source), shapeOf(target)
+	if !t.array && t.unboundedText() {
+		return true, "", "" // an array's text form too
+	}
+	if s.array != t.array {
+		return false, "", ""
+	}
+	return holds(s, t)
+}
+
+// Narrowing words a refusal of Holds for a message: "bigint to integer:
+// 2147483648 would not fit".
+func Narrowing(source, target ColumnType, counterexample string) string {
+	if counterexample == "" {
+		return fmt.Sprintf("%s to %s: the target's type does not hold every value of the source's", source.Type, target.Type)
+	}
+	return fmt.Sprintf("%s to %s: %s would not fit", source.Type, target.Type, counterexample)
+}
+
+// ComparisonCast returns the type to cast a source column's values to so
+// that their text form is the one the target holds after replication
+// wrote them (Holds accepted the pair), or "" when the text forms agree
+// already. verify hashes both sides by text, and some widenings change it:
+// jsonb normalizes json, timestamptz adds the zone, numeric(12,4) and
+// char(6) pad. The cast reads the value as the target's input did: casts
+// between these types are that input, where a cast to text is not (char(n)
+// to text trims the padding that the text output keeps, and real to
+// double precision gives 1.100000023841858 where the target read "1.1"):
+// there the text forms agree without one.
+func ComparisonCast(source, target ColumnType) string {
+	if source.Type == target.Type {
+		return ""
+	}
+	s, t := shapeOf(source), shapeOf(target)
+	switch {
+	case t.base == "text" || t.base == "character varying":
+		return "" // the source's text form, kept as it is
+	case intBits[s.base] > 0 && (intBits[t.base] > 0 || t.base == "real" || t.base == "double precision"):
+		return ""
+	case s.base == "real" && t.base == "double precision":
+		return ""
+	case s.base == "bit" && t.base == "bit varying", s.base == t.base && s.base == "bit varying":
+		return ""
+	}
+	return target.Type
+}
+
+// typeShape is a ColumnType taken apart.
+type typeShape struct {
+	base  string // the type without modifier or [], as format_type(oid, NULL)
+	array bool
+	// mods are the modifier's numbers, nil without a modifier; opaque is a
+	// modifier that is not numbers (an extension type's).
+	mods   []int
+	opaque bool
+	// fields are an interval's fields ("day to second"), "" for all.
+	fields string
+}
+
+func shapeOf(ct ColumnType) typeShape {
+	typ, array := strings.CutSuffix(ct.Type, "[]")
+	base, _ := strings.CutSuffix(ct.BaseType, "[]")
+	s := typeShape{base: base, array: array}
+	if typ == base {
+		return s
+	}
+	// "character varying(20)", "numeric(12,2)", "timestamp(3) with time
+	// zone", "interval day to second(3)"; bpchar, an unbounded character,
+	// has none.
+	if i := strings.IndexByte(typ, '('); i >= 0 {
+		if j := strings.IndexByte(typ[i:], ')'); j > 0 {
+			for _, f := range strings.Split(typ[i+1:i+j], ",") {
+				n, err := strconv.Atoi(strings.TrimSpace(f))
+				if err != nil {
+					s.mods, s.opaque = nil, true
+					break
+				}
+				s.mods = append(s.mods, n)
+			}
+			typ = typ[:i] + typ[i+j+1:]
+		}
+	}
+	if base == "interval" {
+		s.fields = strings.TrimSpace(strings.TrimPrefix(typ, "interval"))
+	}
+	return s
+}
+
+func (s typeShape) unboundedText() bool {
+	return s.base == "text" || s.base == "character varying" && s.mods == nil && !s.opaque
+}
+
+// intBits are the integer types' sizes; intMax their largest values.
+var (
+	intBits = map[string]int{"smallint": 16, "integer": 32, "bigint": 64}
+	intMax  = map[string]int64{"smallint": 32767, "integer": 2147483647, "bigint": 9223372036854775807}
+)
+
+// timeSamples are values of the types with a fractional-seconds precision,
+// with six digits of it, from which a counterexample keeps the source's.
+var timeSamples = map[string]string{
+	"timestamp without time zone": "'2000-01-01 00:00:00.123456'",
+	"timestamp with time zone":    "'2000-01-01 00:00:00.123456+00'",
+	"time without time zone":      "'00:00:00.123456'",
+	"time with time zone":         "'00:00:00.123456+00'",
+	"interval":                    "'00:00:00.123456'",
+}
+
+// holds is Holds for two scalar types, or two arrays' elements.
+func holds(s, t typeShape) (ok bool, warn, counterexample string) {
+	switch {
+	case t.unboundedText():
+		return true, "", ""
+	case s.opaque || t.opaque:
+		return false, "", ""
+	case s.base == t.base:
+		return holdsModifier(s, t)
+	}
+	sBits, tBits := intBits[s.base], intBits[t.base]
+	switch {
+	case sBits > 0 && tBits > 0:
+		if tBits > sBits {
+			return true, "", ""
+		}
+		return false, "", strconv.FormatInt(intMax[t.base]+1, 10)
+	case sBits > 0 && t.base == "numeric":
+		digits := len(strconv.FormatInt(intMax[s.base], 10))
+		if t.mods == nil || scale(t.mods) >= 0 && t.mods[0]-scale(t.mods) >= digits {
+			return true, "", ""
+		}
+		if scale(t.mods) < 0 {
+			return false, "", "1" // rounded to tens or more
+		}
+		return false, "", pow10(t.mods[0] - scale(t.mods))
+	case sBits > 0 && t.base == "real":
+		if sBits <= 16 { // a real has 24 bits of mantissa
+			return true, "", ""
+		}
+		return false, "", "16777217"
+	case sBits > 0 && t.base == "double precision":
+		if sBits <= 32 { // a double has 53
+			return true, "", ""
+		}
+		return false, "", "9007199254740993"
+	case s.base == "numeric" && tBits > 0:
+		return false, "", "0.5"
+	case s.base == "real" && t.base == "double precision":
+		return true, "", ""
+	case s.base == "double precision" && t.base == "real":
+		return false, "", "1e+300"
+	case s.base == "json" && t.base == "jsonb", s.base == "jsonb" && t.base == "json", s.base == "cidr" && t.base == "inet":
+		return true, "", ""
+	case s.base == "timestamp without time zone" && t.base == "timestamp with time zone":
+		if ok, ce := holdsPrecision(s, t); !ok {
+			return false, "", ce
+		}
+		return true, TimestampWarning, ""
+	case t.base == "character varying" && (s.base == "text" || s.base == "character varying" || s.base == "character"):
+		return holdsLength(s, t, "character")
+	case s.base == "bit" && t.base == "bit varying":
+		return holdsLength(s, t, "bit")
+	}
+	return false, "", ""
+}
+
+// holdsModifier is holds for one type with two modifiers.
+func holdsModifier(s, t typeShape) (ok bool, warn, counterexample string) {
+	switch s.base {
+	case "character varying", "character":
+		return holdsLength(s, t, "character")
+	case "bit varying":
+		return holdsLength(s, t, "bit")
+	case "bit":
+		// Fixed length: a bit(8) value is no bit(16) value.
+		if t.mods == nil {
+			return true, "", ""
+		}
+		return false, "", fmt.Sprintf("%s %d-bit value", article(modOr(s.mods, 1)), modOr(s.mods, 1))
+	case "numeric":
+		if t.mods == nil {
+			return true, "", ""
+		}
+		tInt := t.mods[0] - scale(t.mods)
+		if s.mods == nil {
+			return false, "", pow10(tInt)
+		}
+		sInt := s.mods[0] - scale(s.mods)
+		switch {
+		case tInt < sInt:
+			return false, "", pow10(tInt)
+		case scale(t.mods) < scale(s.mods):
+			// A digit the target's scale rounds away.
+			if sc := scale(s.mods); sc > 0 {
+				return false, "", "0." + strings.Repeat("0", sc-1) + "1"
+			}
+			return false, "", pow10(-scale(s.mods))
+		}
+		return true, "", ""
+	case "interval":
+		// Fields zero the units below the last one (interval day keeps
+		// no hours); a target that keeps units as fine as the source's
+		// holds its values.
+		if intervalUnit(t.fields) < intervalUnit(s.fields) {
+			return false, "", "'1 year 2 mons 3 days 04:05:06'"
+		}
+		fallthrough
+	case "timestamp without time zone", "timestamp with time zone", "time without time zone", "time with time zone":
+		if ok, ce := holdsPrecision(s, t); !ok {
+			return false, "", ce
+		}
+		return true, "", ""
+	}
+	// Another type's modifier (an extension's, or one this rule does not
+	// know): only the same one is taken.
+	return false, "", ""
+}
+
+// holdsLength compares the lengths of string or bit types; unit names
+// them in the counterexample.
+func holdsLength(s, t typeShape, unit string) (ok bool, warn, counterexample string) {
+	if t.mods == nil {
+		return true, "", ""
+	}
+	max := t.mods[0]
+	if s.mods != nil && s.mods[0] <= max {
+		return true, "", ""
+	}
+	n := max + 1
+	if s.mods != nil {
+		n = s.mods[0]
+	}
+	return false, "", fmt.Sprintf("%s %d-%s value", article(n), n, unit)
+}
+
+// article is the article before n spoken: "an 8-bit value", "an 11-bit
+// value", "a 20-character value".
+func article(n int) string {
+	s := strconv.Itoa(n)
+	if s[0] == '8' || (len(s)%3 == 2 && (strings.HasPrefix(s, "11") || strings.HasPrefix(s, "18"))) {
+		return "an"
+	}
+	return "a"
+}
+
+// holdsPrecision compares the fractional-seconds precisions of time
+// types: 6 without a modifier.
+func holdsPrecision(s, t typeShape) (ok bool, counterexample string) {
+	sp, tp := modOr(s.mods, 6), modOr(t.mods, 6)
+	if tp >= sp {
+		return true, ""
+	}
+	sample := timeSamples[s.base]
+	// Keep sp of the six digits: 0.123456 becomes 0.123 for timestamp(3).
+	i := strings.Index(sample, ".123456")
+	return false, sample[:i+1+sp] + sample[i+7:]
+}
+
+// intervalUnit ranks the finest unit an interval's fields keep, from 0
+// (year) to 5 (second, or no fields).
+func intervalUnit(fields string) int {
+	last := fields[strings.LastIndexByte(fields, ' ')+1:]
+	switch last {
+	case "year":
+		return 0
+	case "month":
+		return 1
+	case "day":
+		return 2
+	case "hour":
+		return 3
+	case "minute":
+		return 4
+	}
+	return 5
+}
+
+func modOr(mods []int, def int) int {
+	if len(mods) == 0 {
+		return def
+	}
+	return mods[0]
+}
+
+// scale is a numeric modifier's scale: 0 when only the precision is given.
+func scale(mods []int) int {
+	if len(mods) < 2 {
+		return 0
+	}
+	return mods[1]
+}
+
+// pow10 writes 10^n, n >= 0, in digits.
+func pow10(n int) string {
+	if n > 40 {
+		return fmt.Sprintf("1e+%d", n)
+	}
+	return "1" + strings.Repeat("0", max(n, 0))
 }
