@@ -212,11 +212,13 @@ type layout struct {
 	tidRange  bool             // the source has TID range scans (14+)
 	blocks    map[string]int64 // heap blocks by table identifier
 	// binary marks the tables copied in COPY's binary format: both servers
-	// run the same major version with the same encoding, and every copied
+	// run the same major version with the same encoding, every copied
 	// column has a built-in type, whose binary form carries no OID that
 	// could differ between the servers (arrays and records carry their
-	// element types'). Binary input skips the parsing of text, most of
-	// the target's work in a copy (docs/benchmarks.md).
+	// element types'), and the same type on the target: a wider target
+	// type (int to bigint, json to jsonb) reads only the text form
+	// (catalog.NeedsText). Binary input skips the parsing of text, most
+	// of the target's work in a copy (docs/benchmarks.md).
 	binary map[string]bool
 }
 
@@ -224,8 +226,12 @@ type layout struct {
 const builtinTypes = 16384
 
 // readLayout reads the tables' heap sizes and column types on the source,
-// and the versions and encodings of both servers. Sizes are not part of a
-// snapshot; the last range of a table reads to its end whatever it is.
+// their column types on the target, and the versions and encodings of
+// both servers. Sizes are not part of a snapshot; the last range of a
+// table reads to its end whatever it is. A column that the copy widens
+// with a warning (catalog.Holds: timestamp to timestamptz) is logged here,
+// with the time zone its values are read in: the target session's, the
+// copy streams' and run's (pgconnect's).
 func readLayout(ctx context.Context, opts Options, tables []*catalog.Table) (layout, error) {
 	l := layout{blockSize: 8192, blocks: make(map[string]int64), binary: make(map[string]bool)}
 	src, err := pgconnect.Connect(ctx, "source", opts.SourceURL)
@@ -245,10 +251,16 @@ func readLayout(ctx context.Context, opts Options, tables []*catalog.Table) (lay
 		return l, err
 	}
 	defer dst.Close(context.WithoutCancel(ctx))
-	if err := dst.QueryRow(ctx, "SELECT current_setting('server_version_num')::int, current_setting('server_encoding')").Scan(&tgtVersion, &tgtEncoding); err != nil {
+	var timeZone string
+	if err := dst.QueryRow(ctx, "SELECT current_setting('server_version_num')::int, current_setting('server_encoding'), current_setting('TimeZone')").
+		Scan(&tgtVersion, &tgtEncoding, &timeZone); err != nil {
 		return l, fmt.Errorf("read the target's settings: %w", err)
 	}
 	sameServers := srcVersion/10000 == tgtVersion/10000 && srcEncoding == tgtEncoding
+	widened, err := readWidened(ctx, dst, tables, timeZone, opts.Logger)
+	if err != nil {
+		return l, err
+	}
 	idents := catalog.RefIdents(tables)
 	rows, err := src.Query(ctx, `SELECT t, pg_relation_size(t::regclass) / current_setting('block_size')::bigint,
        coalesce((SELECT bool_and(a.atttypid < $2) FROM pg_attribute a
@@ -265,12 +277,44 @@ FROM unnest($1::text[]) t`, idents, builtinTypes)
 			return l, err
 		}
 		l.blocks[ident] = n
-		l.binary[ident] = sameServers && builtin
+		l.binary[ident] = sameServers && builtin && !widened[ident]
 	}
 	if err := rows.Err(); err != nil {
 		return l, fmt.Errorf("read the tables' sizes and types: %w", err)
 	}
 	return l, nil
+}
+
+// readWidened returns the tables (by identifier) with a column of another
+// type on the target, which only COPY's text format carries, and logs the
+// warnings of those types (catalog.Holds).
+func readWidened(ctx context.Context, dst *pgx.Conn, tables []*catalog.Table, timeZone string, log *slog.Logger) (map[string]bool, error) {
+	if log == nil {
+		log = slog.Default()
+	}
+	widened := make(map[string]bool)
+	for _, t := range tables {
+		have, ok, err := catalog.Lookup(ctx, dst, t.Schema, t.Name)
+		if err != nil {
+			return nil, fmt.Errorf("read the target's column types: %w", err)
+		}
+		if !ok {
+			continue // the copy names it
+		}
+		widened[t.Ident()] = catalog.NeedsText(t, &have)
+		types := make(map[string]catalog.ColumnType, len(have.Columns))
+		for _, c := range have.Columns {
+			types[c.Name] = c.ColumnType()
+		}
+		for _, c := range t.Columns {
+			if target, ok := types[c.Name]; ok && c.Generated == "" {
+				if _, warn, _ := catalog.Holds(c.ColumnType(), target); warn != "" {
+					log.Warn(warn, "table", t.String(), "column", c.Name, "source_type", c.Type, "target_type", target.Type, "time_zone", timeZone)
+				}
+			}
+		}
+	}
+	return widened, nil
 }
 
 // Copy copies tables with at most MaxParallel concurrent streams. Each
