@@ -8,6 +8,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io"
+	"strings"
 	"text/tabwriter"
 
 	"github.com/jackc/pgx/v5"
@@ -38,18 +39,46 @@ func (r Result) Match() bool { return r.Source == r.Target }
 // 128-bit hashes are summed exactly as numerics. The sum does not depend on
 // row order, so it needs neither a sort nor a key, streams in constant
 // memory on the server, and still tells apart a missing, extra, changed or
-// duplicated row.
-func hashSQL(t *catalog.Table) string {
+// duplicated row. casts names, by column, the type a column is read as
+// (the source's side of a widened column, catalog.ComparisonCast).
+func hashSQL(t *catalog.Table, casts map[string]string) string {
+	var cols strings.Builder
+	for _, c := range t.Columns {
+		if c.Generated != "" {
+			continue
+		}
+		if cols.Len() > 0 {
+			cols.WriteString(", ")
+		}
+		cols.WriteString(catalog.QuoteIdent(c.Name))
+		if cast := casts[c.Name]; cast != "" {
+			cols.WriteString("::" + cast)
+		}
+	}
 	return fmt.Sprintf(`SELECT count(*),
   coalesce(sum(('x' || substr(h, 1, 16))::bit(64)::bigint::numeric), 0)::text || '/' ||
   coalesce(sum(('x' || substr(h, 17, 16))::bit(64)::bigint::numeric), 0)::text
-FROM (SELECT md5(ROW(%s)::text) AS h FROM ONLY %s) rows`, t.CopiedColumns(), t.Ident())
+FROM (SELECT md5(ROW(%s)::text) AS h FROM ONLY %s) rows`, cols.String(), t.Ident())
 }
 
-func hashTable(ctx context.Context, conn *pgx.Conn, t *catalog.Table) (Side, error) {
+// hashTable hashes t on conn, its columns read as casts says. A timeZone
+// sets the session's TimeZone for the query (SET LOCAL): the text form of
+// a timestamptz, and a timestamp read as one, depend on it.
+func hashTable(ctx context.Context, conn *pgx.Conn, t *catalog.Table, casts map[string]string, timeZone string) (Side, error) {
 	var s Side
 	var sums string
-	if err := conn.QueryRow(ctx, hashSQL(t)).Scan(&s.Rows, &sums); err != nil {
+	var err error
+	if timeZone == "" {
+		err = conn.QueryRow(ctx, hashSQL(t, casts)).Scan(&s.Rows, &sums)
+	} else {
+		err = pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
+			if _, err := tx.Exec(ctx, "SELECT set_config('TimeZone', $1, true)", timeZone); err != nil {
+				return err
+			}
+			return tx.QueryRow(ctx, hashSQL(t, casts)).Scan(&s.Rows, &sums)
+		})
+	}
+	if err != nil {
 		return s, fmt.Errorf("hash %s: %w", t, err)
 	}
 	sum := md5.Sum([]byte(sums))
@@ -57,23 +86,70 @@ func hashTable(ctx context.Context, conn *pgx.Conn, t *catalog.Table) (Side, err
 	return s, nil
 }
 
+// comparisonCasts returns, by column, the type to read each of t's source
+// columns as so that its text form is the one the target's column holds:
+// a target may hold a column in a wider type than the source's (issue 16),
+// and some widenings change the text form (json to jsonb, timestamp to
+// timestamptz, numeric(8,2) to numeric(12,4); catalog.ComparisonCast).
+func comparisonCasts(ctx context.Context, target *pgx.Conn, t *catalog.Table) (map[string]string, error) {
+	have, ok, err := catalog.Lookup(ctx, target, t.Schema, t.Name)
+	if err != nil || !ok {
+		return nil, err // a missing table fails its hash, which names it
+	}
+	types := make(map[string]catalog.ColumnType, len(have.Columns))
+	for _, c := range have.Columns {
+		types[c.Name] = c.ColumnType()
+	}
+	var casts map[string]string
+	for _, c := range t.Columns {
+		tc, ok := types[c.Name]
+		if !ok || c.Generated != "" {
+			continue
+		}
+		if cast := catalog.ComparisonCast(c.ColumnType(), tc); cast != "" {
+			if casts == nil {
+				casts = make(map[string]string)
+			}
+			casts[c.Name] = cast
+		}
+	}
+	return casts, nil
+}
+
 // Compare hashes every table on both servers, the two sides concurrently.
-// tables are the source definitions: their columns are read on both sides.
+// tables are the source definitions: their columns are read on both sides,
+// on the source as the target's types hold them (comparisonCasts), under
+// the target session's TimeZone.
 func Compare(ctx context.Context, source, target *pgx.Conn, tables []catalog.Table) ([]Result, error) {
+	var sourceZone, targetZone string
+	if err := source.QueryRow(ctx, "SELECT current_setting('TimeZone')").Scan(&sourceZone); err != nil {
+		return nil, fmt.Errorf("source: read TimeZone: %w", err)
+	}
+	if err := target.QueryRow(ctx, "SELECT current_setting('TimeZone')").Scan(&targetZone); err != nil {
+		return nil, fmt.Errorf("target: read TimeZone: %w", err)
+	}
+	zone := "" // the source's session agrees already
+	if sourceZone != targetZone {
+		zone = targetZone
+	}
 	results := make([]Result, len(tables))
 	for i := range tables {
 		t := &tables[i]
 		results[i].Table = t.String()
+		casts, err := comparisonCasts(ctx, target, t)
+		if err != nil {
+			return results[:i], fmt.Errorf("target: %w", err)
+		}
 		g, gctx := errgroup.WithContext(ctx)
 		g.Go(func() (err error) {
-			results[i].Source, err = hashTable(gctx, source, t)
+			results[i].Source, err = hashTable(gctx, source, t, casts, zone)
 			if err != nil {
 				err = fmt.Errorf("source: %w", err)
 			}
 			return err
 		})
 		g.Go(func() (err error) {
-			results[i].Target, err = hashTable(gctx, target, t)
+			results[i].Target, err = hashTable(gctx, target, t, nil, "")
 			if err != nil {
 				err = fmt.Errorf("target: %w", err)
 			}
