@@ -35,7 +35,12 @@ type Config struct {
 	Job       string
 	// Tables are schema.table patterns; '*' matches any run of characters.
 	Tables []string
-	Tuning Tuning
+	// AddColumns (job.add_columns) lets run add a column the source gained
+	// during the move to the target, and widen a column whose source type
+	// grew, instead of stopping with the statement (issue 16). Off by
+	// default: pgsync changes no target schema unasked.
+	AddColumns bool
+	Tuning     Tuning
 }
 
 // Tuning holds the performance knobs, already converted to bytes and counts.
@@ -98,6 +103,8 @@ type fileConfig struct {
 	Job struct {
 		Name   string   `toml:"name"`
 		Tables []string `toml:"tables"`
+		// Checked in Parse, so that the error says what is accepted.
+		AddColumns any `toml:"add_columns"`
 	} `toml:"job"`
 	Tuning struct {
 		MaxInflightBytes   *string `toml:"max_inflight_bytes"`
@@ -196,6 +203,13 @@ func Parse(name, text string, getenv func(string) string) (*Config, error) {
 		}
 	}
 	cfg.Tables = fc.Job.Tables
+	if v := fc.Job.AddColumns; v != nil {
+		b, ok := v.(bool)
+		if !ok {
+			return fail("job.add_columns", "%#v is not true or false", v)
+		}
+		cfg.AddColumns = b
+	}
 
 	t := &cfg.Tuning
 	if s := fc.Tuning.MaxInflightBytes; s != nil {

@@ -76,6 +76,33 @@ func TestParseWALReceiverTimeout(t *testing.T) {
 	}
 }
 
+// TestParseAddColumns: job.add_columns is off unless set, and only a
+// boolean sets it.
+func TestParseAddColumns(t *testing.T) {
+	job := func(line string) string {
+		return strings.Replace(base, `tables = ["public.*"]`, "tables = [\"public.*\"]\n"+line, 1)
+	}
+	for text, want := range map[string]bool{base: false, job("add_columns = true"): true, job("add_columns = false"): false} {
+		cfg, err := Parse("f.toml", text, noEnv)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if cfg.AddColumns != want {
+			t.Errorf("add_columns = %v, want %v in\n%s", cfg.AddColumns, want, text)
+		}
+	}
+	for _, bad := range []string{`add_columns = "yes"`, "add_columns = 1"} {
+		_, err := Parse("f.toml", job(bad), noEnv)
+		if err == nil || !strings.Contains(err.Error(), "job.add_columns: ") || !strings.Contains(err.Error(), "not true or false") || strings.Contains(err.Error(), "\n") {
+			t.Errorf("%s: error %v does not name job.add_columns on one line", bad, err)
+		}
+	}
+	// In [tuning] it is an unknown key there, not silently ignored.
+	if _, err := Parse("f.toml", base+"[tuning]\nadd_columns = true\n", noEnv); err == nil || !strings.Contains(err.Error(), "unknown key") {
+		t.Errorf("add_columns under [tuning]: %v", err)
+	}
+}
+
 func TestEnvOverridesURLs(t *testing.T) {
 	env := map[string]string{EnvSourceURL: "postgres://a@127.0.0.1:1/x", EnvTargetURL: "postgres://b@127.0.0.1:2/y"}
 	cfg, err := Parse("f.toml", base, func(k string) string { return env[k] })
