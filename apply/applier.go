@@ -14,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
+	"github.com/pgsync/pgsync/catalog"
 	"github.com/pgsync/pgsync/metrics"
 	"github.com/pgsync/pgsync/pgoutput"
 )
@@ -44,6 +45,20 @@ type Options struct {
 	// an abandoned add: run neither waits for it nor applies its changes.
 	// Nil names every table.
 	Selected func(schema, name string) bool
+	// SourceColumns reads the columns of a source table as the source's
+	// catalog defines them now (catalog.SourceColumns over a connection of
+	// its own: the Applier has only the target's). A Relation message that
+	// shows a column the target lacks asks for them, so that the statement
+	// the error suggests, or AddColumns runs, adds the column as the source
+	// defines it: its default, collation, NOT NULL (issue 16). Nil: the
+	// statement has the type the stream carries, and nothing else.
+	SourceColumns func(ctx context.Context, schema, table string) ([]catalog.ColumnDef, error)
+	// AddColumns (job.add_columns) makes a Relation message that shows a
+	// column the target lacks add it there, with the source's definition,
+	// in the target transaction that applies the change, and one whose
+	// type the target's column cannot hold widen that column; without it,
+	// both stop with the statement that would.
+	AddColumns bool
 }
 
 // selected says whether the job's configuration still names a table.

@@ -2,8 +2,10 @@ package apply
 
 import (
 	"context"
+	"errors"
 	"fmt"
-	"strconv"
+	"log/slog"
+	"strings"
 
 	"github.com/jackc/pglogrepl"
 	"github.com/jackc/pgx/v5"
@@ -47,7 +49,11 @@ type relation struct {
 }
 
 // Relation records a table's shape as the source now sends it and checks
-// that the target table can take it: every source column must exist there.
+// that the target table can take it: every source column must exist there,
+// with a type that holds the source's, and every target column the source
+// no longer sends must be one an INSERT can leave out. A source schema that
+// changed during the move (issue 16) stops run with the statement that
+// makes the target take it, or, with Options.AddColumns, runs it.
 func (a *Applier) Relation(ctx context.Context, r *pgoutput.Relation) error {
 	if err := a.flushRun(ctx); err != nil {
 		return err
@@ -62,6 +68,29 @@ func (a *Applier) Relation(ctx context.Context, r *pgoutput.Relation) error {
 	if !ok {
 		return a.fail(ctx, fmt.Errorf("table %s at %s: it is published on the source but missing on the target", r, a.sourceLSN))
 	}
+	// Read now, not at the session's start: add-tables may have added the
+	// table since, and its copy point decides which changes to skip. Read
+	// before the shape is checked: the target table of an add in progress
+	// is being written by its copy, and one abandoned takes no change.
+	added, err := readAddedTable(ctx, a.conn, a.opts.Job, r.Schema, r.Name)
+	if err != nil {
+		return a.fail(ctx, err)
+	}
+	skip := added.State == TableRemoved || Waits(added.State) && !a.opts.selected(r.Schema, r.Name)
+	if Waits(added.State) && !skip {
+		return a.fail(ctx, &TableBeingAddedError{Job: a.opts.Job, Table: r.String(), LSN: a.sourceLSN})
+	}
+	if !skip {
+		changed, err := a.matchSchema(ctx, r)
+		if err != nil {
+			return a.fail(ctx, err)
+		}
+		if changed {
+			if target, _, err = catalog.Lookup(ctx, a.conn, r.Schema, r.Name); err != nil {
+				return a.fail(ctx, err)
+			}
+		}
+	}
 	// Casts name the type without its modifier: a value too long for a
 	// varchar(n) must fail in the assignment, not be cut by the cast.
 	types := make(map[string]string, len(target.Columns))
@@ -73,14 +102,10 @@ func (a *Applier) Relation(ctx context.Context, r *pgoutput.Relation) error {
 		}
 	}
 	rel, missing := newRelation(r, a.relations[r.ID], types, always)
-	if missing >= 0 {
-		c := r.Columns[missing]
-		var typ string
-		if err := a.conn.QueryRow(ctx, "SELECT format_type($1::oid, $2::int)", c.TypeOID, c.TypMod).Scan(&typ); err != nil {
-			typ = "oid " + strconv.FormatUint(uint64(c.TypeOID), 10)
-		}
-		return a.fail(ctx, fmt.Errorf("table %s at %s: column %s (%s) exists on the source but not on the target; add it on the target (ALTER TABLE %s ADD COLUMN %s %s) and rerun pgsync run",
-			r, a.sourceLSN, c.Name, typ, rel.ident, catalog.QuoteIdent(c.Name), typ))
+	if missing >= 0 && !skip {
+		// matchSchema found every column: only a column dropped on the
+		// target meanwhile gets here.
+		return a.fail(ctx, fmt.Errorf("table %s at %s: column %s exists on the source but not on the target", r, a.sourceLSN, r.Columns[missing].Name))
 	}
 	if a.relations[r.ID] != nil {
 		if err := a.deallocate(ctx, r.ID); err != nil {
@@ -94,21 +119,11 @@ func (a *Applier) Relation(ctx context.Context, r *pgoutput.Relation) error {
 			m.RowCounter(r.String(), "delete"),
 		}
 	}
-	// Read now, not at the session's start: add-tables may have added the
-	// table since, and its copy point decides which changes to skip.
-	added, err := readAddedTable(ctx, a.conn, a.opts.Job, r.Schema, r.Name)
-	if err != nil {
-		return a.fail(ctx, err)
-	}
-	switch {
-	case added.State == TableRemoved, Waits(added.State) && !a.opts.selected(r.Schema, r.Name):
+	rel.copiedAt = added.CopiedLSN
+	if skip {
 		// An abandoned add: the table's partial copy is not the source's,
 		// and none of its changes are applied.
 		rel.copiedAt = skipAll
-	case Waits(added.State):
-		return a.fail(ctx, &TableBeingAddedError{Job: a.opts.Job, Table: r.String(), LSN: a.sourceLSN})
-	default:
-		rel.copiedAt = added.CopiedLSN
 	}
 	a.relations[r.ID] = rel
 	return nil
@@ -139,6 +154,273 @@ func newRelation(r *pgoutput.Relation, prev *relation, types map[string]string, 
 		}
 	}
 	return rel, -1
+}
+
+// matchSchema compares the source's shape r with the target table's
+// columns. A source column the target lacks, or one whose type the
+// target's column cannot hold, is added or widened on the target with
+// Options.AddColumns (changed is then true), in the open target
+// transaction; otherwise it is an error that names the statement to run.
+// A NOT NULL target column without a default that the source no longer
+// sends is an error either way: every INSERT would fail on it.
+func (a *Applier) matchSchema(ctx context.Context, r *pgoutput.Relation) (changed bool, err error) {
+	cols, err := catalog.ReadColumns(ctx, a.conn, r.Schema, r.Name)
+	if err != nil {
+		return false, err
+	}
+	onTarget := make(map[string]*catalog.ColumnDef, len(cols))
+	for i := range cols {
+		onTarget[cols[i].Name] = &cols[i]
+	}
+	sent := make(map[string]bool, len(r.Columns))
+	var missing []string
+	var retyped []*pgoutput.Column
+	for i := range r.Columns {
+		c := &r.Columns[i]
+		sent[c.Name] = true
+		t, ok := onTarget[c.Name]
+		switch {
+		case !ok:
+			missing = append(missing, c.Name)
+		case t.Generated == "" && (t.TypeOID != c.TypeOID || t.TypMod != c.TypMod) && c.TypeOID < firstNormalOID:
+			// A built-in type has the same oid on both servers; another
+			// type's oid means nothing on the target, and its values are
+			// left, as before, to their assignment.
+			retyped = append(retyped, c)
+		}
+	}
+	narrow, err := a.narrowTypes(ctx, r, onTarget, retyped)
+	if err != nil {
+		return false, err
+	}
+	ident := pgx.Identifier{r.Schema, r.Name}.Sanitize()
+	if len(missing) > 0 {
+		if err := a.addColumns(ctx, r, ident, onTarget, missing); err != nil {
+			return false, err
+		}
+		changed = true
+	}
+	if len(narrow) > 0 {
+		if err := a.widenColumns(ctx, r, ident, narrow); err != nil {
+			return false, err
+		}
+		changed = true
+	}
+	for i := range cols {
+		c := &cols[i]
+		if !sent[c.Name] && c.NotNull && !c.Filled() {
+			name := catalog.QuoteIdent(c.Name)
+			return changed, fmt.Errorf("table %s at %s: column %s is NOT NULL without a default on the target and the source no longer sends it (dropped there?): every INSERT would fail; on the target, drop the constraint (ALTER TABLE %s ALTER COLUMN %s DROP NOT NULL) or give it a default (ALTER TABLE %s ALTER COLUMN %s SET DEFAULT ...), and rerun pgsync run",
+				r, a.sourceLSN, c.Name, ident, name, ident, name)
+		}
+	}
+	return changed, nil
+}
+
+// addColumns adds the source columns named missing to the target table,
+// with their definitions on the source (Options.SourceColumns), and the
+// source's generated columns the target lacks, which the stream never
+// carries and often compute from the new ones; without
+// Options.AddColumns it returns the error that names the statement.
+func (a *Applier) addColumns(ctx context.Context, r *pgoutput.Relation, ident string, onTarget map[string]*catalog.ColumnDef, missing []string) error {
+	var source []catalog.ColumnDef
+	var unread error
+	if a.opts.SourceColumns != nil {
+		source, unread = a.opts.SourceColumns(ctx, r.Schema, r.Name)
+	} else {
+		unread = errors.New("no source connection")
+	}
+	if unread != nil && a.opts.AddColumns {
+		return fmt.Errorf("table %s at %s: read the definition of column %s on the source: %w", r, a.sourceLSN, missing[0], unread)
+	}
+	bySource := make(map[string]*catalog.ColumnDef, len(source))
+	for i := range source {
+		bySource[source[i].Name] = &source[i]
+	}
+	var defs []catalog.ColumnDef
+	var notes []string
+	for _, name := range missing {
+		if d, ok := bySource[name]; ok {
+			defs = append(defs, *d)
+			continue
+		}
+		// Dropped on the source since, or not read: the stream's type.
+		var oid uint32
+		var mod int32
+		for _, c := range r.Columns {
+			if c.Name == name {
+				oid, mod = c.TypeOID, c.TypMod
+			}
+		}
+		d := catalog.ColumnDef{Name: name, TypeOID: oid, TypMod: mod}
+		if err := a.conn.QueryRow(ctx, "SELECT format_type($1::oid, $2::int)", oid, mod).Scan(&d.Type); err != nil {
+			return fmt.Errorf("table %s at %s: name the type of column %s: %w", r, a.sourceLSN, name, err)
+		}
+		defs = append(defs, d)
+		if unread == nil {
+			notes = append(notes, fmt.Sprintf("the source no longer has column %s: its type only", name))
+		}
+	}
+	for i := range source {
+		if c := &source[i]; c.Generated != "" && onTarget[c.Name] == nil {
+			defs = append(defs, *c)
+		}
+	}
+	if unread != nil {
+		notes = append(notes, fmt.Sprintf("the source's definition could not be read (%v): its type only", unread))
+	}
+	// A NOT NULL column that nothing fills can be added only to an empty
+	// table: its values for the target's rows are still in the stream.
+	empty := true
+	for i := range defs {
+		if d := &defs[i]; d.NotNull && !d.Filled() {
+			if err := a.conn.QueryRow(ctx, "SELECT NOT EXISTS (SELECT 1 FROM "+ident+")").Scan(&empty); err != nil {
+				return fmt.Errorf("table %s at %s: %w", r, a.sourceLSN, err)
+			}
+			break
+		}
+	}
+	clauses := make([]string, len(defs))
+	described := make([]string, len(defs))
+	for i := range defs {
+		d := &defs[i]
+		var dropped bool
+		clauses[i], dropped = d.AddClauses(empty)
+		described[i] = fmt.Sprintf("%s (%s)", d.Name, d.Definition())
+		if dropped {
+			notes = append(notes, fmt.Sprintf("%s without NOT NULL, which the target's rows would break until the source's values arrive: set it then", d.Name))
+		}
+		if d.VolatileDefault {
+			notes = append(notes, fmt.Sprintf("%s's default gave each source row a value of its own, which the target's rows will not have: verify shows them", d.Name))
+		}
+	}
+	stmt := "ALTER TABLE " + ident + " " + strings.Join(clauses, ", ")
+	if !a.opts.AddColumns {
+		note := ""
+		if len(notes) > 0 {
+			note = " (" + strings.Join(notes, "; ") + ")"
+		}
+		verb, them := "column %s exists", "it"
+		if len(defs) > 1 {
+			verb, them = "columns %s exist", "them"
+		}
+		return fmt.Errorf("table %s at %s: "+verb+" on the source but not on the target; add %s on the target (%s)%s and rerun pgsync run, or set job.add_columns",
+			r, a.sourceLSN, strings.Join(described, ", "), them, stmt, note)
+	}
+	if _, err := a.conn.Exec(ctx, stmt); err != nil {
+		return fmt.Errorf("table %s at %s: add %s on the target (%s): %w", r, a.sourceLSN, strings.Join(described, ", "), stmt, err)
+	}
+	log := a.logger()
+	for i := range defs {
+		log.Info("added a column on the target, as the source defines it", "table", r.String(), "column", defs[i].Name, "definition", defs[i].Definition(), "lsn", a.sourceLSN.String())
+	}
+	for _, n := range notes {
+		log.Warn("added a column on the target: "+n, "table", r.String())
+	}
+	return nil
+}
+
+// firstNormalOID is FirstNormalObjectId: below it, the oids of the
+// built-in types, the same on every server.
+const firstNormalOID = 16384
+
+// typeChange is a target column whose type does not hold every value of
+// the type the source now sends (to); widens says whether that type holds
+// every value of the target's, so that the target column can take it.
+type typeChange struct {
+	col    *catalog.ColumnDef
+	to     catalog.ColumnType
+	why    string // catalog.Narrowing's words
+	widens bool
+	warn   string // what the widening changes, from catalog.Holds
+}
+
+// narrowTypes returns the columns of retyped whose target type does not
+// hold the source's under catalog.Holds, the rule bootstrap applies to a
+// wider target column.
+func (a *Applier) narrowTypes(ctx context.Context, r *pgoutput.Relation, onTarget map[string]*catalog.ColumnDef, retyped []*pgoutput.Column) ([]typeChange, error) {
+	if len(retyped) == 0 {
+		return nil, nil
+	}
+	oids := make([]uint32, len(retyped))
+	mods := make([]int32, len(retyped))
+	for i, c := range retyped {
+		oids[i], mods[i] = c.TypeOID, c.TypMod
+	}
+	source := make([]catalog.ColumnType, 0, len(retyped))
+	rows, err := a.conn.Query(ctx, "SELECT format_type(o, m), format_type(o, NULL) FROM unnest($1::oid[], $2::int[]) WITH ORDINALITY AS u(o, m, n) ORDER BY n", oids, mods)
+	if err == nil {
+		for rows.Next() {
+			var ct catalog.ColumnType
+			if err = rows.Scan(&ct.Type, &ct.BaseType); err != nil {
+				break
+			}
+			source = append(source, ct)
+		}
+		rows.Close()
+		if err == nil {
+			err = rows.Err()
+		}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("table %s at %s: name the source's column types: %w", r, a.sourceLSN, err)
+	}
+	var narrow []typeChange
+	for i, c := range retyped {
+		t := onTarget[c.Name]
+		ok, _, counterexample := catalog.Holds(source[i], t.ColumnType())
+		if ok {
+			continue
+		}
+		widens, warn, _ := catalog.Holds(t.ColumnType(), source[i])
+		narrow = append(narrow, typeChange{col: t, to: source[i], why: catalog.Narrowing(source[i], t.ColumnType(), counterexample), widens: widens, warn: warn})
+	}
+	return narrow, nil
+}
+
+// widenColumns changes the type of the target columns to the source's
+// (ALTER COLUMN TYPE there) with Options.AddColumns when each is a
+// widening; otherwise it returns the error that names both types.
+func (a *Applier) widenColumns(ctx context.Context, r *pgoutput.Relation, ident string, narrow []typeChange) error {
+	clauses := make([]string, len(narrow))
+	described := make([]string, len(narrow))
+	for i, n := range narrow {
+		if !n.widens {
+			return fmt.Errorf("table %s at %s: column %s is %s on the source and %s on the target, and neither type holds every value of the other (%s); change the column on the target and rerun pgsync run",
+				r, a.sourceLSN, n.col.Name, n.to.Type, n.col.Type, n.why)
+		}
+		clauses[i] = fmt.Sprintf("ALTER COLUMN %s TYPE %s", catalog.QuoteIdent(n.col.Name), n.to.Type)
+		described[i] = fmt.Sprintf("column %s is %s on the source but %s on the target, which does not hold every value of it (%s)", n.col.Name, n.to.Type, n.col.Type, n.why)
+	}
+	stmt := "ALTER TABLE " + ident + " " + strings.Join(clauses, ", ")
+	if !a.opts.AddColumns {
+		them := "it"
+		if len(narrow) > 1 {
+			them = "them"
+		}
+		return fmt.Errorf("table %s at %s: %s; widen %s on the target (%s) and rerun pgsync run, or set job.add_columns",
+			r, a.sourceLSN, strings.Join(described, "; "), them, stmt)
+	}
+	if _, err := a.conn.Exec(ctx, stmt); err != nil {
+		return fmt.Errorf("table %s at %s: widen %s on the target (%s): %w", r, a.sourceLSN, strings.Join(described, "; "), stmt, err)
+	}
+	log := a.logger()
+	for _, n := range narrow {
+		log.Info("widened a column on the target to the source's type", "table", r.String(), "column", n.col.Name, "from", n.col.Type, "to", n.to.Type, "lsn", a.sourceLSN.String())
+		if n.warn != "" {
+			// pgsync's target session runs in UTC (pgconnect).
+			log.Warn("widened a column on the target: "+n.warn, "table", r.String(), "column", n.col.Name, "time_zone", "UTC")
+		}
+	}
+	return nil
+}
+
+// logger is Options.Logger, or slog.Default() when it is nil.
+func (a *Applier) logger() *slog.Logger {
+	if a.opts.Logger != nil {
+		return a.opts.Logger
+	}
+	return slog.Default()
 }
 
 // noEquality lists built-in types without a default equality operator: a

@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/pgsync/pgsync/apply"
+	"github.com/pgsync/pgsync/catalog"
 	"github.com/pgsync/pgsync/job"
 	"github.com/pgsync/pgsync/metrics"
 	"github.com/pgsync/pgsync/pattern"
@@ -97,7 +98,8 @@ error.`,
 				ProgressEvery: logEvery,
 				Prepared:      prepared.Load,
 			}
-			applyOpts := apply.Options{Job: cfg.Job, Selected: a.selectedNow, MaxBatchRows: cfg.Tuning.MaxBatchRows, MaxBatchBytes: cfg.Tuning.MaxBatchBytes, Prepared: prepared, Logger: a.log}
+			applyOpts := apply.Options{Job: cfg.Job, Selected: a.selectedNow, MaxBatchRows: cfg.Tuning.MaxBatchRows, MaxBatchBytes: cfg.Tuning.MaxBatchBytes, Prepared: prepared, Logger: a.log,
+				AddColumns: cfg.AddColumns, SourceColumns: sourceColumns(cfg.SourceURL)}
 			if metricsAddr != "" {
 				reg := metrics.NewRegistry()
 				applyOpts.Metrics = metrics.NewApply(reg)
@@ -142,6 +144,20 @@ func (a *app) selectedNow(schema, name string) bool {
 	}
 	a.log.Warn("cannot read job.tables to know whether a table being added is still in the job; waiting for it", "table", schema+"."+name, "err", err)
 	return true
+}
+
+// sourceColumns reads a source table's column definitions over a
+// connection of its own, opened for the one read: the applier asks only
+// when the source's schema changed, rarely enough not to hold one open.
+func sourceColumns(url string) func(ctx context.Context, schema, table string) ([]catalog.ColumnDef, error) {
+	return func(ctx context.Context, schema, table string) ([]catalog.ColumnDef, error) {
+		conn, err := pgconnect.Connect(ctx, "source", url)
+		if err != nil {
+			return nil, err
+		}
+		defer conn.Close(context.WithoutCancel(ctx))
+		return catalog.SourceColumns(ctx, conn, schema, table)
+	}
 }
 
 // memoryLimit is run's soft memory limit: room for the queue twice over
