@@ -29,6 +29,7 @@ func jobOptions(cfg *config.Config) job.Options {
 		MaxParallelCopies: cfg.Tuning.MaxParallelCopies,
 		BufferSizeBytes:   cfg.Tuning.BufferSizeKB << 10,
 		CopyRangeBytes:    int64(cfg.Tuning.CopyRangeMB) << 20,
+		PgDump:            cfg.PgDump,
 	}
 }
 
@@ -125,12 +126,18 @@ func (a *app) printBootstrap(rep *job.BootstrapReport) {
 	if len(rep.Kept) > 0 {
 		fmt.Fprintf(a.stdout, "kept %d tables the interrupted bootstrap had copied: %s\n", len(rep.Kept), strings.Join(rep.Kept, ", "))
 	}
-	if rep.Created > 0 {
+	if rep.Created > 0 && rep.Schema != "built-in" {
+		fmt.Fprintf(a.stdout, "schema from %s: %d of the job's tables created, %d post-data objects built", rep.Schema, rep.Created, rep.Built)
+		if len(rep.Failed) > 0 {
+			fmt.Fprintf(a.stdout, "; not created (see the warnings): %s", strings.Join(rep.Failed, ", "))
+		}
+		fmt.Fprintln(a.stdout)
+	} else if rep.Created > 0 {
 		fmt.Fprintf(a.stdout, "created %d tables", rep.Created)
 		if rep.Parents > 0 {
 			fmt.Fprintf(a.stdout, " (and %d partitioned tables they belong to)", rep.Parents)
 		}
-		fmt.Fprintf(a.stdout, ", %d of their %d indexes and constraints", rep.Built-len(rep.Failed), rep.Built)
+		fmt.Fprintf(a.stdout, " (built-in creator), %d of their %d indexes and constraints", rep.Built-len(rep.Failed), rep.Built)
 		if len(rep.Failed) > 0 {
 			fmt.Fprintf(a.stdout, "; not created (see the warnings): %s", strings.Join(rep.Failed, ", "))
 		}
@@ -139,7 +146,8 @@ func (a *app) printBootstrap(rep *job.BootstrapReport) {
 }
 
 func (a *app) addTablesCmd() *cobra.Command {
-	return &cobra.Command{
+	var force bool
+	c := &cobra.Command{
 		Use:   "add-tables",
 		Short: "Add the tables job.tables now matches to a running job, without starting over",
 		Long: `add-tables adds the tables that job.tables matches and the job's publication
@@ -160,12 +168,13 @@ An interrupted add-tables is finished by running it again. To abandon
 one instead, take its tables out of job.tables: run stops waiting for them
 at once, and the next add-tables removes them from the publication. Published
 tables that job.tables no longer matches once copied are listed, never
-dropped.
+dropped. A new table's target copy must be empty unless pgsync's own
+interrupted copy fills it; --force empties it whatever its rows.
 
 Exit status: 0 the tables are added (or none is new), 1 otherwise.`,
 		Args: cobra.NoArgs,
 		RunE: a.withJob(func(ctx context.Context, j *job.Job) error {
-			rep, err := j.AddTables(ctx)
+			rep, err := j.AddTables(ctx, force)
 			if err != nil {
 				return lifecycleRemedy(err, "add-tables")
 			}
@@ -191,6 +200,8 @@ Exit status: 0 the tables are added (or none is new), 1 otherwise.`,
 			return nil
 		}),
 	}
+	c.Flags().BoolVar(&force, "force", false, "empty a new table's target copy even when pgsync did not copy its rows")
+	return c
 }
 
 func (a *app) teardownCmd() *cobra.Command {

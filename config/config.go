@@ -35,6 +35,10 @@ type Config struct {
 	Job       string
 	// Tables are schema.table patterns; '*' matches any run of characters.
 	Tables []string
+	// PgDump is the pg_dump bootstrap takes the schema from when the
+	// target has none of the job's tables ("pg_dump": the one on PATH);
+	// "off" keeps the built-in creator.
+	PgDump string
 	// AddColumns (job.add_columns) lets run add a column the source gained
 	// during the move to the target, and widen a column whose source type
 	// grew, instead of stopping with the statement (issue 16). Off by
@@ -103,6 +107,7 @@ type fileConfig struct {
 	Job struct {
 		Name   string   `toml:"name"`
 		Tables []string `toml:"tables"`
+		PgDump *string  `toml:"pg_dump"`
 		// Checked in Parse, so that the error says what is accepted.
 		AddColumns any `toml:"add_columns"`
 	} `toml:"job"`
@@ -203,6 +208,13 @@ func Parse(name, text string, getenv func(string) string) (*Config, error) {
 		}
 	}
 	cfg.Tables = fc.Job.Tables
+	cfg.PgDump = "pg_dump"
+	if p := fc.Job.PgDump; p != nil {
+		if strings.TrimSpace(*p) == "" {
+			return fail("job.pg_dump", `empty: name a pg_dump program, or "off" for the built-in creator`)
+		}
+		cfg.PgDump = *p
+	}
 	if v := fc.Job.AddColumns; v != nil {
 		b, ok := v.(bool)
 		if !ok {

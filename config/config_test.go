@@ -27,6 +27,9 @@ func TestParseDefaults(t *testing.T) {
 	if cfg.Tuning != DefaultTuning() {
 		t.Errorf("tuning = %+v, want defaults %+v", cfg.Tuning, DefaultTuning())
 	}
+	if cfg.PgDump != "pg_dump" {
+		t.Errorf("job.pg_dump = %q, want pg_dump (from PATH)", cfg.PgDump)
+	}
 	if cfg.SlotName() != "pgsync_bench" {
 		t.Errorf("slot name = %q", cfg.SlotName())
 	}
@@ -137,6 +140,7 @@ func TestParseErrors(t *testing.T) {
 		{"timeout too short", base + "[tuning]\nwal_receiver_timeout = \"500ms\"\n", []string{"tuning.wal_receiver_timeout", "out of range"}},
 		{"negative timeout", base + "[tuning]\nwal_receiver_timeout = \"-5s\"\n", []string{"tuning.wal_receiver_timeout", "out of range"}},
 		{"timeout as a number", base + "[tuning]\nwal_receiver_timeout = 60\n", []string{"f.toml", "wal_receiver_timeout"}},
+		{"empty pg_dump", strings.Replace(base, `tables = ["public.*"]`, "tables = [\"public.*\"]\npg_dump = \" \"", 1), []string{"job.pg_dump", "empty"}},
 		{"toml syntax", "[source\n", []string{"f.toml", "line 2"}},
 		{"bad url keeps password secret", strings.Replace(base, "postgres://postgres@127.0.0.1:55432/app", "postgres://u:s3cret@127.0.0.1:notaport/app", 1), []string{"source.url", "not a valid"}},
 	}

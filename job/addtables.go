@@ -36,8 +36,10 @@ type AddTablesReport struct {
 // abandoned (left half copied, then taken out of job.tables) are removed
 // from the job. Every check passes before a table is recorded; a table is
 // recorded (pending) before the source publishes it, so that a running run
-// pauses at its first change until its copy is recorded (ready).
-func (j *Job) AddTables(ctx context.Context) (*AddTablesReport, error) {
+// pauses at its first change until its copy is recorded (ready). force
+// empties a new table's target copy even when pgsync did not copy its
+// rows.
+func (j *Job) AddTables(ctx context.Context, force bool) (*AddTablesReport, error) {
 	began := time.Now()
 	prog, err := apply.ReadProgress(ctx, j.tgt, j.opts.Job)
 	if err != nil {
@@ -113,7 +115,7 @@ func (j *Job) AddTables(ctx context.Context) (*AddTablesReport, error) {
 		if err := pgconnect.ReplicaSession(ctx, j.tgt); err != nil {
 			return nil, err
 		}
-		if tp, err = j.planTarget(ctx, tablePtrs(fresh), owned, false); err != nil {
+		if tp, err = j.planTarget(ctx, tablePtrs(fresh), owned, force); err != nil {
 			return nil, err
 		}
 	}

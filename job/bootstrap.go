@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -22,6 +23,9 @@ import (
 type BootstrapReport struct {
 	Job  string
 	Mode BootstrapMode
+	// Schema says what made the target's schema: "built-in", or the
+	// pg_dump and its scope.
+	Schema string
 	// Results are the tables copied now; Kept the tables an interrupted
 	// bootstrap had copied, which this one kept.
 	Results []snapshot.TableResult
@@ -133,6 +137,23 @@ func (j *Job) Bootstrap(ctx context.Context, force bool, progress *snapshot.Prog
 	if err != nil {
 		return nil, err
 	}
+	// The schema: from pg_dump into a target without the job's tables,
+	// else the built-in creator, which makes no functions.
+	var dump *dumpScope
+	if plan.Mode != Resume {
+		var why string
+		if dump, why, err = j.choosePgDump(ctx, tables, tp); err != nil {
+			return nil, err
+		}
+		if dump == nil && len(tp.create) > 0 {
+			j.log.Info("the built-in creator makes the missing tables, their types, keys, indexes and constraints (not functions, views, triggers, policies, grants or comments)", "why_not_pg_dump", why)
+		}
+	}
+	if dump == nil {
+		if err := j.checkDefaultFunctions(ctx, tp); err != nil {
+			return nil, err
+		}
+	}
 
 	// Every check passed: from here on each step records what it did.
 	j.log.Info("bootstrap", "job", j.opts.Job, "mode", plan.Mode.String(), "previous_state", rec.State,
@@ -154,14 +175,33 @@ func (j *Job) Bootstrap(ctx context.Context, force bool, progress *snapshot.Prog
 	if err := j.markTables(ctx, toCopy, Accepted, 0); err != nil {
 		return nil, err
 	}
-	created, parents, err := j.prepareTarget(ctx, tp)
-	if err != nil {
+	var created, parents []*catalog.Table
+	rep.Schema = "built-in"
+	if dump != nil {
+		rep.Schema = "pg_dump " + strconv.Itoa(dump.version) + ", " + dump.String()
+		if _, err := j.recordPostData(ctx, dump); err != nil {
+			return nil, err
+		}
+		if _, err := j.restorePreData(ctx, dump); err != nil {
+			return nil, err
+		}
+		created = tp.create
+	} else if created, parents, err = j.prepareTarget(ctx, tp); err != nil {
 		return nil, err
 	}
 	rep.Created, rep.Parents = len(created), len(parents)
-	objects, err := j.secondaryObjects(ctx, j.src, j.tgt, tables, toBuild(tables, created, parents, plan.Mode != Fresh))
+	// pg_dump's post-data objects, recorded by this bootstrap or an
+	// interrupted one, are built after the copy in place of the built-in
+	// creator's.
+	postData, err := j.postDataPending(ctx)
 	if err != nil {
 		return nil, err
+	}
+	var objects []catalog.Object
+	if !postData {
+		if objects, err = j.secondaryObjects(ctx, j.src, j.tgt, tables, toBuild(tables, created, parents, plan.Mode != Fresh)); err != nil {
+			return nil, err
+		}
 	}
 
 	var slot *replication.Slot
@@ -228,6 +268,17 @@ func (j *Job) Bootstrap(ctx context.Context, force bool, progress *snapshot.Prog
 			return nil, fmt.Errorf("create indexes and constraints (rerun pgsync bootstrap to resume): %w", err)
 		}
 		rep.Built = len(built)
+	}
+	if postData {
+		built, failed, err := j.buildPostData(ctx)
+		rep.Built += built
+		rep.Failed = append(rep.Failed, failed...)
+		if err != nil {
+			return nil, err
+		}
+		if err := j.refreshMaterializedViews(ctx); err != nil {
+			j.log.Warn("materialized view not refreshed: it stays empty until REFRESH MATERIALIZED VIEW", "err", err)
+		}
 	}
 	if err := apply.WriteProgress(ctx, j.tgt, apply.Progress{Job: j.opts.Job, State: apply.StateReady, LSN: rep.StreamFrom}); err != nil {
 		return nil, err

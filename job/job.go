@@ -31,6 +31,10 @@ type Options struct {
 	MaxParallelCopies int
 	BufferSizeBytes   int
 	CopyRangeBytes    int64
+	// PgDump is the pg_dump that bootstrap takes the schema from when the
+	// target has none of the job's tables; "off" keeps the built-in
+	// creator.
+	PgDump string
 }
 
 // Job is one job with a connection to each side. A Job is used by one
@@ -88,5 +92,16 @@ func (j *Job) Teardown(ctx context.Context) error {
 	if err := replication.Drop(ctx, j.src, j.opts.Names); err != nil {
 		return err
 	}
-	return apply.DeleteProgress(ctx, j.tgt, j.opts.Job)
+	if err := apply.DeleteProgress(ctx, j.tgt, j.opts.Job); err != nil {
+		return err
+	}
+	var exists bool
+	err := j.tgt.QueryRow(ctx, `SELECT to_regclass('pgsync.post_data') IS NOT NULL`).Scan(&exists)
+	if err == nil && exists {
+		_, err = j.tgt.Exec(ctx, `DELETE FROM pgsync.post_data WHERE job = $1`, j.opts.Job)
+	}
+	if err != nil {
+		return fmt.Errorf("delete the post-data objects recorded for job %s: %w", j.opts.Job, err)
+	}
+	return nil
 }

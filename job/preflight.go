@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os/exec"
 	"strings"
 
 	"github.com/dustin/go-humanize"
@@ -252,10 +253,19 @@ func checkTarget(ctx context.Context, c *Checks, opts Options, src, tgt *pgx.Con
 		}
 	}
 	checkStatementTriggers(ctx, c, tgt, tables)
+	if len(created) == len(tables) && opts.PgDump != pgDumpOff {
+		// bootstrap takes the whole schema from pg_dump, functions included,
+		// if it finds one as new as the source: it says which in its log.
+		if path, err := exec.LookPath(opts.PgDump); err == nil {
+			c.add("schema", CheckOK, "the target has none of the job's tables: bootstrap takes the schema from "+path+" when it is as new as the source and the job takes whole schemas", "")
+			return
+		}
+	}
 	if missing, err := catalog.MissingDefaultFunctions(ctx, src, tgt, created); err != nil {
 		c.add("default functions", CheckFail, oneLine(err.Error()), "")
 	} else if len(missing) > 0 {
-		c.add("default functions", CheckFail, "column defaults call functions the target lacks: "+strings.Join(missing, "; "), "create them on the target (pgsync creates no functions)")
+		c.add("default functions", CheckFail, "column defaults call functions the target lacks: "+strings.Join(missing, "; "),
+			"create them on the target (the built-in creator makes no functions), or bootstrap into a target without the job's tables with pg_dump (job.pg_dump)")
 	}
 }
 

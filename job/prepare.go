@@ -50,7 +50,7 @@ func inspectTargetTable(ctx context.Context, tgt *pgx.Conn, src *catalog.Table, 
 	}
 	if nonEmpty {
 		tt.problem = "not empty on the target, and pgsync did not copy its rows: bootstrap and add-tables copy into empty tables"
-		tt.fix = "empty it, or use --force to replace its rows"
+		tt.fix = "empty it, or rerun with --force to replace its rows"
 	}
 	return tt, nil
 }
@@ -86,15 +86,22 @@ func (j *Job) planTarget(ctx context.Context, tables []*catalog.Table, owned map
 			}
 		}
 	}
+	return p, nil
+}
+
+// checkDefaultFunctions refuses tables to create whose column defaults
+// call functions the target lacks: the built-in creator makes no
+// functions (pg_dump's schema does).
+func (j *Job) checkDefaultFunctions(ctx context.Context, p targetPlan) error {
 	missingFns, err := catalog.MissingDefaultFunctions(ctx, j.src, j.tgt, p.create)
 	if err != nil {
-		return p, err
+		return err
 	}
 	if len(missingFns) > 0 {
-		return p, fmt.Errorf("column defaults call functions the target lacks: %s: create them on the target (pgsync creates no functions): %w",
+		return fmt.Errorf("column defaults call functions the target lacks: %s: create them on the target (the built-in creator makes no functions), or bootstrap into a target without the job's tables with a pg_dump as new as the source (job.pg_dump): %w",
 			strings.Join(missingFns, "; "), ErrTargetTable)
 	}
-	return p, nil
+	return nil
 }
 
 // prepareTarget carries out p: it creates the missing types, partitioned

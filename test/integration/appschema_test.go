@@ -91,6 +91,11 @@ INSERT INTO order_items SELECT id, 8, 'bulk', 1 FROM orders WHERE id BETWEEN 100
 // stable order for comparisons.
 var appTables = []string{"audit", "customers", "events_2025", "events_2026", "order_items", "orders", "replica_log"}
 
+// builtinCreator is the configuration line that keeps bootstrap's built-in
+// creator for a target without the job's tables (pg_dump's schema is
+// TestBootstrapWholeDatabaseFromPgDump's).
+const builtinCreator = "pg_dump = \"off\"\n"
+
 func pgBin(t *testing.T, name string) string {
 	t.Helper()
 	matches, _ := filepath.Glob("/usr/lib/postgresql/*/bin/" + name)
@@ -227,7 +232,7 @@ CREATE FUNCTION noop() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RETURN NEW; 
 CREATE TRIGGER orders_noop BEFORE UPDATE ON orders FOR EACH ROW EXECUTE FUNCTION noop();
 INSERT INTO customers SELECT g, 'c' || g || '@x', 'n', g % 100 FROM generate_series(1, 1000) g;
 INSERT INTO orders SELECT g, 1 + g % 1000, CASE WHEN g % 3 = 0 THEN 'shipped' ELSE 'new' END, g FROM generate_series(1, 5000) g;
-INSERT INTO order_items SELECT o, l, l FROM generate_series(1, 5000) o, generate_series(1, 2) l;`, "")
+INSERT INTO order_items SELECT o, l, l FROM generate_series(1, 5000) o, generate_series(1, 2) l;`, builtinCreator)
 	r := e.mustPgsync("bootstrap")
 	if !strings.Contains(r.stderr, "orders_noop") || !strings.Contains(r.stderr, "trigger") {
 		t.Errorf("no warning names the trigger left out:\n%s", r.stderr)
@@ -287,7 +292,7 @@ CREATE TABLE people (
   moods mood[],
   home geo.point2,
   band floatrange);
-INSERT INTO people (m, moods, home, band) SELECT 'happy', ARRAY['ok', 'sad']::mood[], ROW(g, -g)::geo.point2, floatrange(g, g + 1) FROM generate_series(1, 50) g;`, "")
+INSERT INTO people (m, moods, home, band) SELECT 'happy', ARRAY['ok', 'sad']::mood[], ROW(g, -g)::geo.point2, floatrange(g, g + 1) FROM generate_series(1, 50) g;`, builtinCreator)
 	// Binary COPY would carry the source's OIDs of mood and geo.point2 in
 	// the array and record values, which the target refuses: text it is.
 	if r := e.mustPgsync("bootstrap"); !regexp.MustCompile(`table=public\.people .*format=text`).MatchString(r.stderr) {
@@ -321,7 +326,7 @@ INSERT INTO people (m, moods, home, band) SELECT 'happy', ARRAY['ok', 'sad']::mo
 // in pg_indexes, pg_constraint and pg_inherits), and the workload streams
 // into it.
 func TestAppSchemaIntoEmptyTarget(t *testing.T) {
-	e := newEnv(t, appSchemaDDL, "")
+	e := newEnv(t, appSchemaDDL, builtinCreator)
 	e.mustPgsync("bootstrap")
 	shape := func(c *pgx.Conn) string {
 		return queryOne[string](t, c, `SELECT string_agg(d, E'\n' ORDER BY d) FROM (
@@ -354,7 +359,7 @@ func TestAppSchemaIntoEmptyTarget(t *testing.T) {
 // function and creates nothing.
 func TestBootstrapNamesMissingDefaultFunctions(t *testing.T) {
 	e := newEnv(t, `CREATE FUNCTION next_code() RETURNS text LANGUAGE sql AS $$ SELECT 'C-' || floor(random() * 1000)::text $$;
-CREATE TABLE coded (id int PRIMARY KEY, code text DEFAULT next_code());`, "")
+CREATE TABLE coded (id int PRIMARY KEY, code text DEFAULT next_code());`, builtinCreator)
 	r := e.pgsync("bootstrap")
 	if r.code != 1 || !strings.Contains(r.stderr, "public.coded.code: next_code()") {
 		t.Fatalf("bootstrap with a default calling a missing function: exit %d\n%s", r.code, r.stderr)
@@ -374,7 +379,7 @@ func TestBootstrapOddTables(t *testing.T) {
 	e := newEnv(t, `CREATE TABLE nocols (); ALTER TABLE nocols REPLICA IDENTITY FULL; INSERT INTO nocols DEFAULT VALUES; INSERT INTO nocols DEFAULT VALUES;
 CREATE TABLE commented (id int PRIMARY KEY, v text);
 COMMENT ON TABLE commented IS 'documented'; COMMENT ON COLUMN commented.v IS 'the value';
-GRANT SELECT ON commented TO PUBLIC;`, "")
+GRANT SELECT ON commented TO PUBLIC;`, builtinCreator)
 	r := e.mustPgsync("bootstrap")
 	for _, want := range []string{"comment=table", "comment=v", "grant="} {
 		if !strings.Contains(r.stderr, want) {

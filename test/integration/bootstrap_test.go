@@ -131,7 +131,7 @@ func TestBootstrapRecoversFromInterruptedRun(t *testing.T) {
 func bootstrapKilledDuringCopy(t *testing.T, rangeMB int) {
 	e := newEnv(t, `CREATE TABLE big (id int PRIMARY KEY, pad text);
 INSERT INTO big SELECT g, repeat('p', 200) FROM generate_series(1, 800000) g;`,
-		fmt.Sprintf("[tuning]\nmax_parallel_copies = %d\ncopy_range_mb = %d\n", min(rangeMB+1, 2), rangeMB))
+		builtinCreator+fmt.Sprintf("[tuning]\nmax_parallel_copies = %d\ncopy_range_mb = %d\n", min(rangeMB+1, 2), rangeMB))
 	bg := e.start("bootstrap")
 	eventually(t, 60*time.Second, "the copy to start", func() bool {
 		if rangeMB > 0 {

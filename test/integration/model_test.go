@@ -208,7 +208,14 @@ UPDATE c SET v = v + 1 WHERE id = %d; DELETE FROM b WHERE id = %d`, writes%7, 10
 			e.mustPgsync("bootstrap", "--force")
 		}
 	}
-	e.mustPgsync("add-tables")
+	if r := e.pgsync("add-tables"); r.code != 0 {
+		// Rows of an earlier incarnation of the job (before a --force
+		// that left the table out) are not pgsync's any more.
+		if !strings.Contains(r.stderr, "--force") {
+			t.Fatalf("add-tables refused without naming the way out:\n%s", r.stderr)
+		}
+		e.mustPgsync("add-tables", "--force")
+	}
 	e.catchUp()
 	r := e.pgsync("verify")
 	if r.code != 0 {

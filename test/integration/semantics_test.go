@@ -73,7 +73,9 @@ func TestBatchedUpdateNeverChangesValuesSilently(t *testing.T) {
 	e.srcExec("ALTER TABLE bu ALTER code TYPE varchar(20)")
 	e.srcExec("UPDATE bu SET code = 'abcdefghijklmnop' WHERE id <= 50")
 	r := e.pgsync("run", "--until-caught-up")
-	if r.code != 1 || !strings.Contains(r.stderr, "too long") {
+	// run stops at the Relation message that shows the wider source type
+	// (it would not fit), or at the statement (too long): never a cut.
+	if r.code != 1 || !strings.Contains(r.stderr, "too long") && !strings.Contains(r.stderr, "would not fit") {
 		t.Fatalf("an over-long value for varchar(8): exit %d\n%s", r.code, r.stderr)
 	}
 	if n := queryOne[int](t, e.tgt, "SELECT count(*) FROM bu WHERE code <> 'x'"); n != 0 {
