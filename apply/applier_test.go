@@ -320,15 +320,18 @@ func BenchmarkDecodeAndBind(b *testing.B) {
 	}
 }
 
+// TestTruncateKeepsRestartIdentityDropsCascade: each table is truncated
+// ONLY, the second as much as the first (ONLY applies to one name), except
+// one partitioned on the target, whose partitions go too, as native does.
 func TestTruncateKeepsRestartIdentityDropsCascade(t *testing.T) {
-	rels := []*relation{{ident: `"public"."a"`}, {ident: `"s"."b"`}}
+	rels := []*relation{{ident: `"public"."a"`}, {ident: `"s"."b"`}, {ident: `"s"."p"`, targetFacts: targetFacts{partitioned: true}}}
 	for _, tc := range []struct {
 		options byte
 		want    string
 	}{
-		{0, `TRUNCATE ONLY "public"."a", "s"."b"`},
-		{pgoutput.TruncateCascade, `TRUNCATE ONLY "public"."a", "s"."b"`},
-		{pgoutput.TruncateRestartIdentity | pgoutput.TruncateCascade, `TRUNCATE ONLY "public"."a", "s"."b" RESTART IDENTITY`},
+		{0, `TRUNCATE ONLY "public"."a", ONLY "s"."b", "s"."p"`},
+		{pgoutput.TruncateCascade, `TRUNCATE ONLY "public"."a", ONLY "s"."b", "s"."p"`},
+		{pgoutput.TruncateRestartIdentity | pgoutput.TruncateCascade, `TRUNCATE ONLY "public"."a", ONLY "s"."b", "s"."p" RESTART IDENTITY`},
 	} {
 		if got := truncateSQL(rels, tc.options); got != tc.want {
 			t.Errorf("options %d: %s, want %s", tc.options, got, tc.want)

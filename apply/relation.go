@@ -46,6 +46,7 @@ type relation struct {
 	// deletes or key changes finds its statement without hashing the key.
 	lastRowKey  []byte
 	lastRowStmt *statement
+	targetFacts // whether the target partitions the table (target.go)
 }
 
 // Relation records a table's shape as the source now sends it and checks
@@ -124,6 +125,9 @@ func (a *Applier) Relation(ctx context.Context, r *pgoutput.Relation) error {
 		// An abandoned add: the table's partial copy is not the source's,
 		// and none of its changes are applied.
 		rel.copiedAt = skipAll
+	}
+	if err := a.describeTarget(ctx, rel, &target); err != nil {
+		return a.fail(ctx, err)
 	}
 	a.relations[r.ID] = rel
 	return nil

@@ -197,13 +197,20 @@ func writeParamRows(b *strings.Builder, rows, width int, paren bool, cast func(n
 }
 
 // truncateSQL returns the TRUNCATE of rels, with RESTART IDENTITY when the
-// source used it.
+// source used it. Each table is truncated ONLY (ONLY applies to one name
+// of the list): a table that inherits from it on the target is the
+// target's own. A table partitioned on the target is truncated with its
+// partitions, as the native apply worker does (TRUNCATE ONLY of a
+// partitioned table is an error, 42809).
 func truncateSQL(rels []*relation, options byte) string {
 	var b strings.Builder
-	b.WriteString("TRUNCATE ONLY ")
+	b.WriteString("TRUNCATE ")
 	for i, rel := range rels {
 		if i > 0 {
 			b.WriteString(", ")
+		}
+		if !rel.partitioned {
+			b.WriteString("ONLY ")
 		}
 		b.WriteString(rel.ident)
 	}
