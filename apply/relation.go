@@ -46,7 +46,7 @@ type relation struct {
 	// deletes or key changes finds its statement without hashing the key.
 	lastRowKey  []byte
 	lastRowStmt *statement
-	targetFacts // whether the target partitions the table (target.go)
+	targetFacts // partitions, composite types (target.go)
 }
 
 // Relation records a table's shape as the source now sends it and checks

@@ -10,11 +10,13 @@ import (
 
 // The statements the applier prepares. Parameters are text; their types
 // come from the target columns they meet, or from explicit casts where
-// nothing gives them (VALUES lists). No cast may change a value: a cast
-// names a type that takes the value as it is (catalog.CastType), the
-// column's modifier is checked by the assignment, and a key is compared
-// as sent (issue 16). COPY casts nothing: each value goes through its
-// type's input with the column's modifier, as an assignment does.
+// nothing gives them (VALUES lists, and keys of a composite type, whose
+// equality is record's and would make the parameter a record). No cast
+// may change a value: a cast names a type that takes the value as it is
+// (catalog.CastType), the column's modifier is checked by the assignment,
+// and a key is compared as sent (issue 16). COPY casts nothing: each value
+// goes through its type's input with the column's modifier, as an
+// assignment does.
 
 // insertSQL returns an INSERT of rows rows.
 func insertSQL(rel *relation, rows int) string {
@@ -40,6 +42,16 @@ func copySQL(rel *relation) string {
 	return fmt.Sprintf("COPY %s (%s) FROM STDIN", rel.ident, strings.Join(rel.cols, ", "))
 }
 
+// keyCast returns the cast of a parameter compared with key column i: to
+// the column's type when it is composite (targetFacts.composite), where
+// the comparison gives the parameter no type but record; else nothing.
+func keyCast(rel *relation, i int) string {
+	if !rel.isComposite(i) {
+		return ""
+	}
+	return "::" + catalog.CastType(rel.types[i])
+}
+
 // whereIdentity writes the row match, numbering parameters from next. A
 // full-row identity matches one row only, even among duplicates, and among
 // rows equal to the old row under their types' equality (numeric 1.0 and
@@ -62,9 +74,9 @@ func whereIdentity(b *strings.Builder, rel *relation, next int) {
 		case rel.full && rel.textEq[i]:
 			fmt.Fprintf(b, "%s::text IS NOT DISTINCT FROM $%d::text", rel.cols[i], next+n)
 		case rel.full:
-			fmt.Fprintf(b, "%s IS NOT DISTINCT FROM $%d", rel.cols[i], next+n)
+			fmt.Fprintf(b, "%s IS NOT DISTINCT FROM $%d%s", rel.cols[i], next+n, keyCast(rel, i))
 		default:
-			fmt.Fprintf(b, "%s = $%d", rel.cols[i], next+n)
+			fmt.Fprintf(b, "%s = $%d%s", rel.cols[i], next+n, keyCast(rel, i))
 		}
 	}
 	if !rel.full {
@@ -163,7 +175,11 @@ func deleteRunSQL(rel *relation, rows int) string {
 		b.WriteString(")")
 	}
 	b.WriteString(" IN (")
-	writeParamRows(&b, rows, len(rel.keys), multi, nil)
+	var cast func(n int) string
+	if rel.composite != nil {
+		cast = func(n int) string { return keyCast(rel, rel.keys[n]) }
+	}
+	writeParamRows(&b, rows, len(rel.keys), multi, cast)
 	b.WriteString(")")
 	return b.String()
 }

@@ -160,3 +160,56 @@ CREATE TABLE plain_extra (note text) INHERITS (plain);`
 		}
 	}
 }
+
+// nestedCompositeDDL is the schema of issue 16: a key of a composite type
+// that nests another composite type, an array of it and an enum.
+const nestedCompositeDDL = `CREATE TYPE basic_t AS (a float8, b text, c int);
+CREATE TYPE enum_t AS ENUM ('a', 'b', 'c');
+CREATE TYPE mix_t AS (a basic_t, b basic_t[], c enum_t, d enum_t[]);
+CREATE TABLE t (a mix_t PRIMARY KEY, b mix_t[]);
+CREATE TABLE one (k basic_t PRIMARY KEY, n int);
+CREATE TABLE full_mix (a mix_t, n int);
+ALTER TABLE full_mix REPLICA IDENTITY FULL;
+CREATE FUNCTION mix(i int, s text) RETURNS mix_t LANGUAGE sql IMMUTABLE AS $$
+  SELECT ROW(ROW(i / 4.0, s, i)::basic_t, ARRAY[ROW(-i, s || ' "q", \ y', NULL)::basic_t, NULL]::basic_t[],
+             (ARRAY['a', 'b', 'c'])[1 + i % 3]::enum_t, ARRAY['c', 'a']::enum_t[])::mix_t $$;
+INSERT INTO t SELECT mix(g, 'r' || g), ARRAY[mix(g + 1, 'x,y'), mix(g + 2, '')] FROM generate_series(1, 100) g;
+INSERT INTO one SELECT ROW(g, 'k ' || g, g)::basic_t, 0 FROM generate_series(1, 100) g;
+INSERT INTO full_mix SELECT mix(g, 'f'), g FROM generate_series(1, 50) g;`
+
+// TestNestedCompositeKeyLikeNative: keys of a composite type that nests
+// another composite type (and one level deep, and a REPLICA IDENTITY FULL
+// table of such a column) through INSERT, UPDATE of a non-key column,
+// UPDATE of the key and DELETE, in runs and one row at a time: pgsync's
+// target ends as the native subscriber's, and as the source.
+func TestNestedCompositeKeyLikeNative(t *testing.T) {
+	e := newEnv(t, nestedCompositeDDL, "")
+	native := newNativeSubscriber(e, "")
+	native.subscribe(e, "t, one, full_mix")
+	e.mustPgsync("bootstrap")
+	for _, sql := range []string{
+		`INSERT INTO t VALUES (mix(1000, 'single'), NULL)`,
+		`INSERT INTO t SELECT mix(g, 'run'), ARRAY[mix(g, 'b')] FROM generate_series(2000, 2099) g`,
+		`UPDATE t SET b = ARRAY[mix(0, 'one row')] WHERE a = mix(1, 'r1')`,
+		`UPDATE t SET b = NULL WHERE ((a).a).c % 2 = 0`,
+		`UPDATE t SET a = mix(((a).a).c + 5000, 'moved') WHERE ((a).a).c % 5 = 0`,
+		`DELETE FROM t WHERE a = mix(3, 'r3')`,
+		`DELETE FROM t WHERE ((a).a).c % 7 = 0`,
+		`INSERT INTO one VALUES (ROW(0.5, 'single', NULL), 1)`,
+		`UPDATE one SET n = n + 1 WHERE (k).c = 1`,
+		`UPDATE one SET n = n + 1`,
+		`UPDATE one SET k = ROW((k).a, (k).b || ' moved', (k).c) WHERE (k).c % 10 = 0`,
+		`DELETE FROM one WHERE (k).c = 2`,
+		`DELETE FROM one WHERE (k).c % 3 = 0`,
+		`UPDATE full_mix SET n = -n WHERE n % 2 = 0`,
+		`UPDATE full_mix SET a = mix(n, 'changed') WHERE n % 5 = 0`,
+		`DELETE FROM full_mix WHERE n % 3 = 0`,
+		`DELETE FROM full_mix WHERE n = 1`,
+	} {
+		e.srcExec(sql)
+	}
+	e.catchUp()
+	native.caughtUp(e)
+	native.sameAsNative(e, "t", "one", "full_mix")
+	e.mustVerify()
+}
