@@ -113,6 +113,7 @@ type Applier struct {
 	groupTime  time.Time // source commit time of the group's last transaction
 	timeBuf    []byte
 	sourceLSN  pglogrepl.LSN // commit LSN of the source transaction being applied
+	skips      []*relation   // relations with rows a trigger skipped in the open group (skip.go)
 }
 
 // New returns an Applier writing through conn, which it owns from now on.

@@ -133,12 +133,18 @@ func (a *Applier) readBatch(ctx context.Context) error {
 		if err == nil {
 			switch r := res.(type) {
 			case *pgconn.ResultReader:
+				if pd.kind == pendingRows && pd.rel.checks(pd.op) {
+					err = a.checkedResult(ctx, pd, r)
+					break
+				}
 				var tag pgconn.CommandTag
 				tag, err = r.Close()
 				switch {
 				case err != nil:
 				case pd.expect > 0 && tag.RowsAffected() != int64(pd.expect):
-					err = errNoRow
+					// A trigger may have skipped rows (skip.go); the
+					// rows that match cost nothing more.
+					err = a.rowsShort(ctx, pd, tag.RowsAffected(), -1)
 				case pd.kind == pendingCommit && tag.String() != "COMMIT":
 					// The server answers COMMIT of an aborted transaction
 					// with ROLLBACK and no error.
@@ -163,7 +169,8 @@ func (a *Applier) readBatch(ctx context.Context) error {
 }
 
 // errNoRow is the error of a statement that affected fewer rows than it
-// must: the server raises none, so readBatch checks the command tag.
+// must, and not because a trigger skipped them: the server raises none, so
+// readBatch checks the command tag (and rowsShort the rows it lacks).
 var errNoRow = errors.New("no row matched on the target: the target has diverged from the source")
 
 // describe wraps the error of a pending statement with what it was: the

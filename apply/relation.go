@@ -46,7 +46,7 @@ type relation struct {
 	// deletes or key changes finds its statement without hashing the key.
 	lastRowKey  []byte
 	lastRowStmt *statement
-	targetFacts // partitions, composite types (target.go)
+	targetFacts // partitions, composite types, triggers (target.go)
 }
 
 // Relation records a table's shape as the source now sends it and checks

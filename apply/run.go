@@ -193,11 +193,10 @@ func (a *Applier) flushRun(ctx context.Context) error {
 			params = r.params[start*width : (start+n)*width]
 		}
 		a.pipeline.SendQueryPrepared(st.name, params, nil, nil)
-		expect := int32(n) // each UPDATE and DELETE of a run finds its own row
-		if r.op == pgoutput.MsgInsert {
-			expect = 0
-		}
-		a.pending = append(a.pending, pending{kind: pendingRows, op: r.op, expect: expect, rel: r.rel, lsn: a.sourceLSN})
+		// Each row of a run is one row changed (an UPDATE or DELETE finds
+		// its own row); fewer is a trigger's skip or a missing row
+		// (rowsShort).
+		a.pending = append(a.pending, pending{kind: pendingRows, op: r.op, expect: int32(n), rel: r.rel, lsn: a.sourceLSN})
 		if err := a.queued(ctx, n, r.bytes*int64(n)/int64(rows)); err != nil {
 			return err
 		}
@@ -234,8 +233,13 @@ func (a *Applier) copyRun(ctx context.Context) error {
 	if cap(a.copyBuf) > 4*maxCopyBytes {
 		a.copyBuf = nil // one run of escaped values: do not keep it
 	}
-	pd := pending{kind: pendingRows, op: pgoutput.MsgInsert, rel: rel, lsn: a.sourceLSN}
-	if err == nil && tag.RowsAffected() != int64(rows) {
+	pd := pending{kind: pendingRows, op: pgoutput.MsgInsert, expect: int32(rows), rel: rel, lsn: a.sourceLSN}
+	switch {
+	case err != nil:
+	case tag.RowsAffected() < int64(rows):
+		// A BEFORE INSERT trigger enabled for replicas skipped rows.
+		err = a.rowsShort(ctx, &pd, tag.RowsAffected(), -1)
+	case tag.RowsAffected() != int64(rows):
 		err = fmt.Errorf("COPY stored %d rows of %d", tag.RowsAffected(), rows)
 	}
 	if err != nil {

@@ -52,6 +52,21 @@ func keyCast(rel *relation, i int) string {
 	return "::" + catalog.CastType(rel.types[i])
 }
 
+// checkedSQL returns dml, an UPDATE or DELETE on rel whose rows from (a
+// FROM list and its WHERE clause) finds, as it is; or, when a trigger may
+// skip the operation's rows (targetFacts.checked), a statement that runs
+// it and returns the rows it changed and the rows from finds. Both counts
+// come from the snapshot the statement started with (the statements of a
+// WITH do not see each other's changes), so that a row a trigger skipped
+// is told from a missing one in the same round trip, whatever the
+// statements after it in the pipeline do to the row.
+func checkedSQL(rel *relation, op byte, dml, from string) string {
+	if !rel.checks(op) {
+		return dml
+	}
+	return "WITH pgsync_w AS (" + dml + " RETURNING 1) SELECT (SELECT count(*) FROM pgsync_w), (SELECT count(*) FROM " + from + ")"
+}
+
 // whereIdentity writes the row match, numbering parameters from next. A
 // full-row identity matches one row only, even among duplicates, and among
 // rows equal to the old row under their types' equality (numeric 1.0 and
@@ -104,8 +119,10 @@ func updateSQL(rel *relation, setCols []int) string {
 		}
 		fmt.Fprintf(&b, "%s = $%d", rel.cols[i], n+1)
 	}
+	where := b.Len()
 	whereIdentity(&b, rel, len(setCols)+1)
-	return b.String()
+	sql := b.String()
+	return checkedSQL(rel, pgoutput.MsgUpdate, sql, rel.ident+sql[where:])
 }
 
 // deleteSQL returns the single-row DELETE.
@@ -113,7 +130,8 @@ func deleteSQL(rel *relation) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "DELETE FROM %s", rel.ident)
 	whereIdentity(&b, rel, 1)
-	return b.String()
+	sql := b.String()
+	return checkedSQL(rel, pgoutput.MsgDelete, sql, strings.TrimPrefix(sql, "DELETE FROM "))
 }
 
 // updateRunSQL returns the UPDATE of rows rows by key, each row's parameters
@@ -130,7 +148,9 @@ func updateRunSQL(rel *relation, setCols []int, rows int) string {
 		}
 		fmt.Fprintf(&b, "%s = v.c%d", rel.cols[i], n)
 	}
-	b.WriteString(" FROM (VALUES ")
+	b.WriteString(" FROM ")
+	values := b.Len()
+	b.WriteString("(VALUES ")
 	cols := append(append([]int(nil), setCols...), rel.keys...)
 	// The casts only type the VALUES columns: to the column's type with
 	// nothing that could change the value (catalog.CastType), so that the
@@ -151,7 +171,8 @@ func updateRunSQL(rel *relation, setCols []int, rows int) string {
 		}
 		fmt.Fprintf(&b, "pgsync_t.%s = v.c%d", rel.cols[i], len(setCols)+n)
 	}
-	return b.String()
+	sql := b.String()
+	return checkedSQL(rel, pgoutput.MsgUpdate, sql, rel.ident+" AS pgsync_t, "+sql[values:])
 }
 
 // deleteRunSQL returns the DELETE of rows rows by key.
@@ -181,7 +202,8 @@ func deleteRunSQL(rel *relation, rows int) string {
 	}
 	writeParamRows(&b, rows, len(rel.keys), multi, cast)
 	b.WriteString(")")
-	return b.String()
+	sql := b.String()
+	return checkedSQL(rel, pgoutput.MsgDelete, sql, strings.TrimPrefix(sql, "DELETE FROM "))
 }
 
 // writeParamRows writes rows comma-separated groups of width parameters,

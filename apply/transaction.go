@@ -94,6 +94,7 @@ func (a *Applier) commit(ctx context.Context) error {
 		return err
 	}
 	a.inTarget = false
+	a.reportSkips() // committed: the rows triggers skipped are final
 	if m := a.opts.Metrics; m != nil {
 		m.CommitSeconds.Observe(time.Since(began).Seconds())
 		m.GroupRows.Observe(float64(a.groupRows))
@@ -127,6 +128,7 @@ func (a *Applier) reset(ctx context.Context) {
 	}
 	a.pending, a.pendingHead, a.batchEnds = a.pending[:0], 0, a.batchEnds[:0]
 	a.clearRun()
+	a.dropSkips()
 	if a.inTarget && a.conn != nil && !a.conn.IsClosed() {
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
 		if _, err := a.conn.Exec(rctx, "ROLLBACK"); err != nil {

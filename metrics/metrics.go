@@ -20,7 +20,8 @@ import (
 
 // Apply are the instruments of the apply path.
 type Apply struct {
-	rows *prometheus.CounterVec
+	rows    *prometheus.CounterVec
+	skipped *prometheus.CounterVec
 	// GroupRows is the number of row changes in each target transaction.
 	GroupRows prometheus.Histogram
 	// CommitSeconds is how long each target commit took, from the progress
@@ -36,6 +37,10 @@ func NewApply(reg prometheus.Registerer) *Apply {
 			Name: "pgsync_rows_applied_total",
 			Help: "Row changes sent to the target, by table and operation (insert, update, delete).",
 		}, []string{"table", "op"}),
+		skipped: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "pgsync_rows_skipped_by_trigger_total",
+			Help: "Row changes a target trigger enabled for replicas skipped (returned NULL), committed, by table and operation; native replication skips them too.",
+		}, []string{"table", "op"}),
 		GroupRows: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "pgsync_target_transaction_rows",
 			Help:    "Row changes per target transaction (a group of source transactions).",
@@ -47,7 +52,7 @@ func NewApply(reg prometheus.Registerer) *Apply {
 			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 14),
 		}),
 	}
-	reg.MustRegister(a.rows, a.GroupRows, a.CommitSeconds)
+	reg.MustRegister(a.rows, a.skipped, a.GroupRows, a.CommitSeconds)
 	return a
 }
 
@@ -55,6 +60,12 @@ func NewApply(reg prometheus.Registerer) *Apply {
 // table; callers keep it, so that counting a row is one atomic add.
 func (a *Apply) RowCounter(table, op string) prometheus.Counter {
 	return a.rows.WithLabelValues(table, op)
+}
+
+// SkippedCounter returns the counter of op's rows on table that a target
+// trigger skipped.
+func (a *Apply) SkippedCounter(table, op string) prometheus.Counter {
+	return a.skipped.WithLabelValues(table, op)
 }
 
 // NewRegistry returns a registry with the Go runtime's and the process's

@@ -3,6 +3,8 @@ package integration
 import (
 	"context"
 	"fmt"
+	"net"
+	"strings"
 	"testing"
 	"time"
 
@@ -96,6 +98,132 @@ func (n *nativeSubscriber) sameAsNative(e *env, tables ...string) {
 		if got, want := tableDigest(n.t, e.tgtURL, table), tableDigest(n.t, n.url, table); got != want {
 			n.t.Errorf("%s: pgsync's target has %s, the native subscription's %s", table, got, want)
 		}
+	}
+}
+
+// freeAddr returns a local address nothing listens on, for --metrics-addr.
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// exited reports whether a background pgsync has ended.
+func exited(bg *background) bool {
+	select {
+	case <-bg.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// skipTriggersSQL installs, on a target, row triggers that fire for
+// replicated changes and skip some of them by returning NULL: a BEFORE
+// UPDATE trigger enabled for replicas that keeps rows whose id is a
+// multiple of 10, a BEFORE DELETE one that keeps multiples of 7, and a
+// BEFORE INSERT one enabled ALWAYS that drops negative amounts.
+const skipTriggersSQL = `
+CREATE FUNCTION keep_tens() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN IF OLD.id % 10 = 0 THEN RETURN NULL; END IF; RETURN NEW; END $$;
+CREATE TRIGGER acct_keep_tens BEFORE UPDATE ON acct FOR EACH ROW EXECUTE FUNCTION keep_tens();
+ALTER TABLE acct ENABLE REPLICA TRIGGER acct_keep_tens;
+CREATE FUNCTION keep_sevens() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN IF OLD.id % 7 = 0 THEN RETURN NULL; END IF; RETURN OLD; END $$;
+CREATE TRIGGER acct_keep_sevens BEFORE DELETE ON acct FOR EACH ROW EXECUTE FUNCTION keep_sevens();
+ALTER TABLE acct ENABLE REPLICA TRIGGER acct_keep_sevens;
+CREATE FUNCTION no_negative() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN IF NEW.amount < 0 THEN RETURN NULL; END IF; RETURN NEW; END $$;
+CREATE TRIGGER ledger_no_negative BEFORE INSERT ON ledger FOR EACH ROW EXECUTE FUNCTION no_negative();
+ALTER TABLE ledger ENABLE ALWAYS TRIGGER ledger_no_negative;`
+
+// TestReplicaTriggerSkipsLikeNative: target triggers enabled for replicas
+// skip some UPDATEs, DELETEs and INSERTs by returning NULL. Native skips
+// those changes and goes on; so does pgsync, in runs, one row at a time and
+// in COPY runs, counting them in pgsync_rows_skipped_by_trigger_total, also
+// when the triggers were created while run was running. A row that is
+// missing on the target is still divergence, also in a run where other
+// rows were skipped.
+func TestReplicaTriggerSkipsLikeNative(t *testing.T) {
+	e := newEnv(t, `CREATE TABLE acct (id int PRIMARY KEY, v int, note text);
+CREATE TABLE ledger (id int PRIMARY KEY, amount int);
+INSERT INTO acct SELECT g, g, 'n' || g FROM generate_series(1, 300) g;`, "")
+	native := newNativeSubscriber(e, "")
+	native.subscribe(e, "acct, ledger")
+	e.mustPgsync("bootstrap")
+	addr := freeAddr(t)
+	bg := e.start("run", "--metrics-addr", addr)
+	// run describes acct before its triggers exist: the first rows they
+	// skip make it apply that target transaction again, with checks.
+	e.srcExec(`UPDATE acct SET note = 'described' WHERE id = 1`)
+	eventually(t, 30*time.Second, "the first change on the target", func() bool {
+		return queryOne[int](t, e.tgt, "SELECT count(*) FROM acct WHERE note = 'described'") == 1
+	})
+	native.caughtUp(e)
+	// After the copies: a BEFORE INSERT trigger would also filter them.
+	native.exec(skipTriggersSQL)
+	e.tgtExec(skipTriggersSQL)
+	for _, sql := range []string{
+		`UPDATE acct SET v = v + 1`,                                                                              // runs: 30 skipped
+		`UPDATE acct SET note = 'single' WHERE id = 20`,                                                          // one row, skipped
+		`UPDATE acct SET note = 'single' WHERE id = 21`,                                                          // one row, applied
+		`UPDATE acct SET id = id + 1000 WHERE id IN (30, 31)`,                                                    // key changes: 30 skipped
+		`BEGIN; UPDATE acct SET v = -1 WHERE id = 250; DELETE FROM acct WHERE id = 250; COMMIT`,                  // skipped, then deleted
+		`DELETE FROM acct WHERE id BETWEEN 100 AND 199`,                                                          // a run: 14 skipped
+		`DELETE FROM acct WHERE id = 203`,                                                                        // one row, skipped
+		`DELETE FROM acct WHERE id = 204`,                                                                        // one row, applied
+		`INSERT INTO ledger VALUES (1, -5)`,                                                                      // one row, skipped
+		`INSERT INTO ledger VALUES (2, 5)`,                                                                       // one row, applied
+		`INSERT INTO ledger SELECT g, g - 50 FROM generate_series(10, 109) g`,                                    // a run: 40 skipped
+		`INSERT INTO ledger SELECT g, CASE WHEN g % 3 = 0 THEN -1 ELSE g END FROM generate_series(1000, 1999) g`, // COPY: 333 skipped
+	} {
+		e.srcExec(sql)
+	}
+	head := queryOne[string](t, e.src, "SELECT pg_current_wal_lsn()::text")
+	eventually(t, 60*time.Second, "pgsync to reach "+head, func() bool {
+		at := queryOne[string](t, e.src, "SELECT coalesce((SELECT confirmed_flush_lsn::text FROM pg_replication_slots WHERE slot_name = $1), '0/0')", "pgsync_"+e.job)
+		return !lsnLess(at, head) || exited(bg)
+	})
+	native.caughtUp(e)
+	for op, want := range map[string]float64{"update": 33, "delete": 15, "insert": 374} {
+		series := fmt.Sprintf(`pgsync_rows_skipped_by_trigger_total{op=%q,table="public.acct"}`, op)
+		if op == "insert" {
+			series = strings.Replace(series, "public.acct", "public.ledger", 1)
+		}
+		if got := metricValue(addr, series); got != want {
+			t.Errorf("%s = %v, want %v", series, got, want)
+		}
+	}
+	if exited(bg) {
+		t.Fatalf("run stopped:\n%s", bg.stderr.String())
+	}
+	sigtermWithin(t, bg, 10*time.Second)
+	log := bg.stderr.String()
+	if strings.Contains(log, "level=ERROR") || strings.Contains(log, "reconnecting") {
+		t.Errorf("run reported errors:\n%s", log)
+	}
+	if !strings.Contains(log, "skipped by a trigger") || !strings.Contains(log, "table=public.acct") {
+		t.Errorf("no log line names the skipped rows:\n%s", log)
+	}
+	if !strings.Contains(log, "gained a trigger") {
+		t.Errorf("run did not apply again the transaction whose rows a new trigger skipped:\n%s", log)
+	}
+	native.sameAsNative(e, "acct", "ledger")
+
+	// A row missing on the target is divergence still, in a run where
+	// another row is skipped by the trigger (290) and others are applied.
+	e.tgtExec("DELETE FROM acct WHERE id = 299")
+	e.srcExec("UPDATE acct SET v = v + 1 WHERE id BETWEEN 290 AND 299")
+	r := e.pgsync("run", "--until-caught-up")
+	if r.code != 1 || !strings.Contains(r.stderr, "diverged") {
+		t.Fatalf("an UPDATE of a row missing on the target: exit %d\n%s", r.code, r.stderr)
+	}
+	if n := queryOne[int](t, e.tgt, "SELECT count(*) FROM acct WHERE id BETWEEN 291 AND 298 AND v = id + 2"); n != 0 {
+		t.Errorf("%d rows of the refused run were committed", n)
 	}
 }
 
