@@ -248,6 +248,8 @@ func checkTarget(ctx context.Context, c *Checks, opts Options, src, tgt *pgx.Con
 			c.add("table "+t.String(), CheckOK, "missing on the target: bootstrap creates it", "")
 		case tt.problem != "":
 			c.add("table "+t.String(), CheckFail, tt.problem, tt.fix)
+		case len(tt.warn) > 0:
+			c.add("table "+t.String(), CheckWarn, "present and compatible; "+strings.Join(tt.warn, "; ")+" (pgsync's sessions use TimeZone UTC)", "")
 		default:
 			c.add("table "+t.String(), CheckOK, "present and compatible", "")
 		}

@@ -20,6 +20,9 @@ type targetTable struct {
 	// problem says why the table cannot take the copy, fix what to do;
 	// both empty when it can.
 	problem, fix string
+	// warn names columns whose wider target type takes the source's values
+	// with a change worth knowing (timestamp read in a time zone).
+	warn []string
 }
 
 // inspectTargetTable looks at the target's table for src: missing, or
@@ -37,10 +40,11 @@ func inspectTargetTable(ctx context.Context, tgt *pgx.Conn, src *catalog.Table, 
 		return tt, nil
 	}
 	if differ := catalog.DifferentTypes(src, &have); len(differ) > 0 {
-		tt.problem = strings.Join(differ, "; ") + ": values could be refused or changed on the way"
-		tt.fix = "give the target columns the source's types"
+		tt.problem = strings.Join(differ, "; ")
+		tt.fix = "give the target columns the source's types, or types that hold every value of them (docs/reference.md)"
 		return tt, nil
 	}
+	tt.warn = catalog.TypeWarnings(src, &have)
 	if !mustBeEmpty {
 		return tt, nil
 	}
