@@ -13,6 +13,13 @@ SRC_PORT=$PGSYNC_SOURCE_PORT
 TGT_PORT=$PGSYNC_TARGET_PORT
 RESULTS=${RESULTS:-$root/bench-results}
 PGSYNC=${PGSYNC:-$root/bin/pgsync} # another build can be compared
+# RTT_MS (0, 2, 10...) puts a network between the consumers and the source:
+# a script that calls start_latency_proxy then has pgsync and native's
+# subscriber reach the source through scripts/latency-proxy, which delays
+# every chunk by half that round trip each way. Empty (the default): both
+# connect directly, as before. The target is always reached directly.
+RTT_MS=${RTT_MS:-}
+SRC_VIA_PORT=$SRC_PORT # the source's port as the consumers reach it
 mkdir -p "$RESULTS"
 
 bench_setup() {
@@ -22,6 +29,35 @@ bench_setup() {
   bindir=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | tail -1)
   [ -n "$bindir" ] || bindir=$(pg_config --bindir)
   PGVERSION=$("$bindir/postgres" --version | awk '{print $3}')
+}
+
+# start_latency_proxy: with RTT_MS set, builds bin/latency-proxy and starts
+# it on SRC_PORT+100 in front of the source (its errors, such as a reset
+# connection, in $RESULTS/latency-proxy.log), and points SRC_VIA_PORT at
+# it; without RTT_MS it does nothing. Call it after setting the trap that
+# kills the script's jobs: the proxy is one of them.
+start_latency_proxy() {
+  [ -n "$RTT_MS" ] || return 0
+  case $RTT_MS in
+    '' | *[!0-9]*) echo "bench: RTT_MS must be a whole number of milliseconds, not '$RTT_MS'" >&2; return 2 ;;
+  esac
+  local port=$((SRC_PORT + 100))
+  if "$bindir/pg_isready" -q -h 127.0.0.1 -p "$port"; then
+    echo "bench: port $port, the latency proxy's, is already in use (a proxy left running?)" >&2
+    return 1
+  fi
+  (cd "$root" && go build -trimpath -o bin/latency-proxy ./scripts/latency-proxy)
+  "$root/bin/latency-proxy" -listen "127.0.0.1:$port" -target "127.0.0.1:$SRC_PORT" -rtt "${RTT_MS}ms" \
+    2>"$RESULTS/latency-proxy.log" &
+  wait_for 30 "the latency proxy" "$bindir/pg_isready" -q -h 127.0.0.1 -p "$port"
+  SRC_VIA_PORT=$port
+}
+
+# rtt_json: with RTT_MS set, a line '"rtt_ms": N,' (preceded by a newline)
+# to insert in a result's JSON; nothing otherwise, so the JSON of a run
+# without the proxy is unchanged.
+rtt_json() {
+  [ -z "$RTT_MS" ] || printf '\n  "rtt_ms": %s,' "$RTT_MS"
 }
 
 # psql_src DB [args...] / psql_tgt DB [args...]
@@ -52,11 +88,12 @@ SQL
   done
 }
 
-# write_config FILE JOB SRC_DB TGT_DB [TABLES]
+# write_config FILE JOB SRC_DB TGT_DB [TABLES]: the source through the
+# latency proxy when it runs.
 write_config() {
   cat >"$1" <<TOML
 [source]
-url = "postgres://postgres@127.0.0.1:$SRC_PORT/$3"
+url = "postgres://postgres@127.0.0.1:$SRC_VIA_PORT/$3"
 [target]
 url = "postgres://postgres@127.0.0.1:$TGT_PORT/$4"
 [job]
@@ -208,12 +245,13 @@ SQL
 
 # native_subscribe SRC_DB TGT_DB NAME: creates NAME's publication on the
 # source (both tables), the tables on the target and the subscription with
-# copy_data; returns once every table is ready.
+# copy_data (through the latency proxy when it runs); returns once every
+# table is ready.
 native_subscribe() {
   local sdb=$1 tdb=$2 name=$3
   psql_src "$sdb" -c "CREATE PUBLICATION $name FOR TABLE bench_a, bench_b"
   psql_tgt "$tdb" -c "$TABLES_DDL"
-  psql_tgt "$tdb" -c "CREATE SUBSCRIPTION $name CONNECTION 'host=127.0.0.1 port=$SRC_PORT dbname=$sdb user=postgres' PUBLICATION $name WITH (copy_data = true)"
+  psql_tgt "$tdb" -c "CREATE SUBSCRIPTION $name CONNECTION 'host=127.0.0.1 port=$SRC_VIA_PORT dbname=$sdb user=postgres' PUBLICATION $name WITH (copy_data = true)"
   wait_for 3600 "native initial copy" native_ready "$tdb"
 }
 

@@ -4,6 +4,10 @@
 #   CDC_SECONDS=60    (4 pgbench writers, 20 updates + 30 inserts + 5 deletes a txn)
 # Times pgsync bootstrap beside a native subscription's initial copy and a
 # plain COPY TO STDOUT | COPY FROM STDIN pipe, then pgsync run under load.
+#   RTT_MS=N          (bench-lib.sh) pgsync, native's subscriber and the
+#                     pipe's reading side reach the source through
+#                     scripts/latency-proxy with an N ms round trip; the
+#                     writers do not; the JSON then has "rtt_ms"
 # Writes bench-results/bench-<dataset>-*.{csv,log,svg,txt} and bench-<dataset>.json.
 set -euo pipefail
 source "$(dirname "$0")/bench-lib.sh"
@@ -18,6 +22,7 @@ esac
 tag=bench-$(echo "$DATASET" | tr 'A-Z' 'a-z')
 bench_setup
 trap 'kill $(jobs -p) 2>/dev/null || true' EXIT
+start_latency_proxy
 
 echo "bench: $DATASET dataset ($ROWS rows a table)"
 fresh_db bench
@@ -41,7 +46,7 @@ echo "bench: plain COPY pipe, two tables in parallel"
 psql_tgt bench_pipe -c "$TABLES_DDL"
 t0=$(now)
 for t in bench_a bench_b; do
-  ( psql_src bench -c "COPY $t TO STDOUT" | psql_tgt bench_pipe -c "COPY $t FROM STDIN" ) &
+  ( SRC_PORT=$SRC_VIA_PORT psql_src bench -c "COPY $t TO STDOUT" | psql_tgt bench_pipe -c "COPY $t FROM STDIN" ) &
 done
 wait
 t1=$(now)
@@ -87,7 +92,7 @@ go run "$root/scripts/plot" -rss "$RESULTS/$tag-cdc-rss.csv" -log "$RESULTS/$tag
 cat >"$RESULTS/$tag.json" <<JSON
 {
   "benchmark": "bench",
-  "command": "DATASET=$DATASET CDC_SECONDS=$CDC_SECONDS scripts/bench.sh",
+  "command": "DATASET=$DATASET CDC_SECONDS=$CDC_SECONDS scripts/bench.sh",$(rtt_json)
   "date": "$(date -u +%FT%TZ)",
 $(env_json),
   "rows_per_table": $ROWS,

@@ -7,6 +7,9 @@
 # the stream (scripts/discard), and the server's decoding alone (peek).
 # The CPU seconds of pgsync, its walsender and its target backend, and of
 # the native walsender and apply worker, go in the JSON.
+# RTT_MS=N (bench-lib.sh) puts scripts/latency-proxy with an N ms round
+# trip in front of the source for pgsync, native's subscriber and the
+# floor's reader alike; the JSON then has "rtt_ms".
 # Writes bench-results/catchup-*.{csv,log,svg} and catchup.json.
 set -euo pipefail
 source "$(dirname "$0")/bench-lib.sh"
@@ -15,6 +18,7 @@ ROWS=${ROWS:-200000}
 CLIENTS=4
 bench_setup
 trap 'kill $(jobs -p) 2>/dev/null || true' EXIT
+start_latency_proxy
 
 echo "catchup-bench: fresh databases, $ROWS rows a table"
 fresh_db catchup
@@ -53,7 +57,7 @@ floor() {
   echo "catchup-bench: the floor ($2): read and discard the same backlog"
   c0=$(children_cpu "$SRC_PORT")
   t0=$(now)
-  timeout 1800 "$root/bin/discard" -url "postgres://postgres@127.0.0.1:$SRC_PORT/catchup?replication=database" \
+  timeout 1800 "$root/bin/discard" -url "postgres://postgres@127.0.0.1:$SRC_VIA_PORT/catchup?replication=database" \
     -slot "$1" -publication pgsync_catchup -until "$wal_end" >"$RESULTS/catchup-floor-$2.json"
   t1=$(now)
   sleep 0.5
@@ -125,7 +129,7 @@ go run "$root/scripts/plot" -rss "$RESULTS/catchup-pgsync-rss.csv" -log "$RESULT
 cat >"$RESULTS/catchup.json" <<JSON
 {
   "benchmark": "catchup",
-  "command": "scripts/catchup-bench.sh (BACKLOG_TXNS=$BACKLOG_TXNS ROWS=$ROWS)",
+  "command": "scripts/catchup-bench.sh (BACKLOG_TXNS=$BACKLOG_TXNS ROWS=$ROWS)",$(rtt_json)
   "date": "$(date -u +%FT%TZ)",
 $(env_json),
   "backlog_transactions": $committed,
