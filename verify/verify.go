@@ -41,7 +41,7 @@ func (r Result) Match() bool { return r.Source == r.Target }
 // memory on the server, and still tells apart a missing, extra, changed or
 // duplicated row. casts names, by column, the type a column is read as
 // (the source's side of a widened column, catalog.ComparisonCast).
-func hashSQL(t *catalog.Table, casts map[string]string) string {
+func hashSQL(t *catalog.Table, casts map[string]string, only bool) string {
 	var cols strings.Builder
 	for _, c := range t.Columns {
 		if c.Generated != "" {
@@ -58,24 +58,24 @@ func hashSQL(t *catalog.Table, casts map[string]string) string {
 	return fmt.Sprintf(`SELECT count(*),
   coalesce(sum(('x' || substr(h, 1, 16))::bit(64)::bigint::numeric), 0)::text || '/' ||
   coalesce(sum(('x' || substr(h, 17, 16))::bit(64)::bigint::numeric), 0)::text
-FROM (SELECT md5(ROW(%s)::text) AS h FROM ONLY %s) rows`, cols.String(), t.Ident())
+FROM (SELECT md5(ROW(%s)::text) AS h FROM %s%s) rows`, cols.String(), map[bool]string{true: "ONLY ", false: ""}[only], t.Ident())
 }
 
 // hashTable hashes t on conn, its columns read as casts says. A timeZone
 // sets the session's TimeZone for the query (SET LOCAL): the text form of
 // a timestamptz, and a timestamp read as one, depend on it.
-func hashTable(ctx context.Context, conn *pgx.Conn, t *catalog.Table, casts map[string]string, timeZone string) (Side, error) {
+func hashTable(ctx context.Context, conn *pgx.Conn, t *catalog.Table, casts map[string]string, timeZone string, only bool) (Side, error) {
 	var s Side
 	var sums string
 	var err error
 	if timeZone == "" {
-		err = conn.QueryRow(ctx, hashSQL(t, casts)).Scan(&s.Rows, &sums)
+		err = conn.QueryRow(ctx, hashSQL(t, casts, only)).Scan(&s.Rows, &sums)
 	} else {
 		err = pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
 			if _, err := tx.Exec(ctx, "SELECT set_config('TimeZone', $1, true)", timeZone); err != nil {
 				return err
 			}
-			return tx.QueryRow(ctx, hashSQL(t, casts)).Scan(&s.Rows, &sums)
+			return tx.QueryRow(ctx, hashSQL(t, casts, only)).Scan(&s.Rows, &sums)
 		})
 	}
 	if err != nil {
@@ -91,16 +91,16 @@ func hashTable(ctx context.Context, conn *pgx.Conn, t *catalog.Table, casts map[
 // a target may hold a column in a wider type than the source's (issue 16),
 // and some widenings change the text form (json to jsonb, timestamp to
 // timestamptz, numeric(8,2) to numeric(12,4); catalog.ComparisonCast).
-func comparisonCasts(ctx context.Context, target *pgx.Conn, t *catalog.Table) (map[string]string, error) {
+func comparisonCasts(ctx context.Context, target *pgx.Conn, t *catalog.Table) (casts map[string]string, partitioned bool, err error) {
 	have, ok, err := catalog.Lookup(ctx, target, t.Schema, t.Name)
 	if err != nil || !ok {
-		return nil, err // a missing table fails its hash, which names it
+		return nil, false, err // a missing table fails its hash, which names it
 	}
+	partitioned = have.PartitionKey != ""
 	types := make(map[string]catalog.ColumnType, len(have.Columns))
 	for _, c := range have.Columns {
 		types[c.Name] = c.ColumnType()
 	}
-	var casts map[string]string
 	for _, c := range t.Columns {
 		tc, ok := types[c.Name]
 		if !ok || c.Generated != "" {
@@ -113,7 +113,7 @@ func comparisonCasts(ctx context.Context, target *pgx.Conn, t *catalog.Table) (m
 			casts[c.Name] = cast
 		}
 	}
-	return casts, nil
+	return casts, partitioned, nil
 }
 
 // Compare hashes every table on both servers, the two sides concurrently.
@@ -136,20 +136,22 @@ func Compare(ctx context.Context, source, target *pgx.Conn, tables []catalog.Tab
 	for i := range tables {
 		t := &tables[i]
 		results[i].Table = t.String()
-		casts, err := comparisonCasts(ctx, target, t)
+		// A table the target partitions further holds its rows in its
+		// partitions: read it whole there, ONLY on the source.
+		casts, partitioned, err := comparisonCasts(ctx, target, t)
 		if err != nil {
 			return results[:i], fmt.Errorf("target: %w", err)
 		}
 		g, gctx := errgroup.WithContext(ctx)
 		g.Go(func() (err error) {
-			results[i].Source, err = hashTable(gctx, source, t, casts, zone)
+			results[i].Source, err = hashTable(gctx, source, t, casts, zone, true)
 			if err != nil {
 				err = fmt.Errorf("source: %w", err)
 			}
 			return err
 		})
 		g.Go(func() (err error) {
-			results[i].Target, err = hashTable(gctx, target, t, nil, "")
+			results[i].Target, err = hashTable(gctx, target, t, nil, "", !partitioned)
 			if err != nil {
 				err = fmt.Errorf("target: %w", err)
 			}
