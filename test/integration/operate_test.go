@@ -453,18 +453,7 @@ INSERT INTO acct SELECT g, 1000 FROM generate_series(1, 50000) g;
 CREATE TABLE ledger (id bigserial PRIMARY KEY, acct int, delta bigint);
 CREATE TABLE events (id bigserial PRIMARY KEY, n int NOT NULL, note text);
 INSERT INTO events (n, note) SELECT g, 'before ' || repeat(md5(g::text), 4) FROM generate_series(1, 300000) g;`, "")
-	setTables := func(patterns string) {
-		cfg, _ := os.ReadFile(e.cfgPath)
-		lines := strings.Split(string(cfg), "\n")
-		for i, l := range lines {
-			if strings.HasPrefix(l, "tables = ") {
-				lines[i] = "tables = " + patterns
-			}
-		}
-		if err := os.WriteFile(e.cfgPath, []byte(strings.Join(lines, "\n")), 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
+	setTables := e.setTables
 	setTables(`["public.acct", "public.ledger"]`)
 	e.mustPgsync("bootstrap")
 	bg := e.start("run")
