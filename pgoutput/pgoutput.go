@@ -1,6 +1,14 @@
 // Package pgoutput decodes the messages of PostgreSQL's pgoutput logical
-// decoding plugin (protocol version 1) and holds the change model that the
-// replication and apply packages share.
+// decoding plugin (protocol versions 1 and 2) and holds the change model that
+// the replication and apply packages share.
+//
+// Protocol version 2 adds streamed transactions (issue 18): a transaction
+// larger than the source's logical_decoding_work_mem is sent while it runs,
+// in segments between Stream Start and Stream Stop, and ends with Stream
+// Commit or Stream Abort. Inside a segment, Relation, Type, Insert, Update,
+// Delete, Truncate and Message carry the xid of their (sub)transaction
+// after the type byte; SplitStreamed takes it off, and the rest is the
+// message as protocol version 1 sends it.
 //
 // Decoding is allocation-free on the per-row path: tuple values are slices
 // of the message buffer, and Tuple's slices are reused from one row to the
@@ -29,6 +37,12 @@ const (
 	MsgDelete   = 'D'
 	MsgTruncate = 'T'
 	MsgMessage  = 'M'
+
+	// Protocol version 2, streamed transactions.
+	MsgStreamStart  = 'S'
+	MsgStreamStop   = 'E'
+	MsgStreamCommit = 'c'
+	MsgStreamAbort  = 'A'
 )
 
 // Kinds of a tuple value.
@@ -56,6 +70,26 @@ type Commit struct {
 	CommitLSN pglogrepl.LSN // LSN of the commit record
 	EndLSN    pglogrepl.LSN // end of the commit record: the resume position
 	Time      time.Time     // commit time on the source
+}
+
+// StreamStart opens a segment of a streamed transaction: the messages up to
+// the next Stream Stop belong to it (or to its subtransactions).
+type StreamStart struct {
+	Xid   uint32
+	First bool // the transaction's first segment
+}
+
+// StreamCommit ends a streamed transaction: it committed on the source.
+type StreamCommit struct {
+	Xid uint32
+	Commit
+}
+
+// StreamAbort discards a streamed transaction (SubXid == Xid) or one of its
+// subtransactions (ROLLBACK TO SAVEPOINT) with what was nested in it.
+type StreamAbort struct {
+	Xid    uint32
+	SubXid uint32
 }
 
 // Column is a column of a Relation message.
@@ -229,10 +263,63 @@ func DecodeBegin(msg []byte) (Begin, error) {
 // DecodeCommit decodes a Commit message (msg[0] == 'C').
 func DecodeCommit(msg []byte) (Commit, error) {
 	r := reader{b: msg[1:]}
+	c := r.commit()
+	return c, r.done("commit")
+}
+
+// commit reads the fields a Commit and a Stream Commit share: flags (unused),
+// commit LSN, end LSN and commit time.
+func (r *reader) commit() Commit {
 	r.u8() // flags, unused
 	c := Commit{CommitLSN: pglogrepl.LSN(r.u64()), EndLSN: pglogrepl.LSN(r.u64())}
 	c.Time = postgresEpoch.Add(time.Duration(int64(r.u64())) * time.Microsecond)
-	return c, r.done("commit")
+	return c
+}
+
+// DecodeStreamStart decodes a Stream Start message (msg[0] == 'S').
+func DecodeStreamStart(msg []byte) (StreamStart, error) {
+	r := reader{b: msg[1:]}
+	s := StreamStart{Xid: r.u32(), First: r.u8() == 1}
+	return s, r.done("stream start")
+}
+
+// DecodeStreamCommit decodes a Stream Commit message (msg[0] == 'c').
+func DecodeStreamCommit(msg []byte) (StreamCommit, error) {
+	r := reader{b: msg[1:]}
+	c := StreamCommit{Xid: r.u32()}
+	c.Commit = r.commit()
+	return c, r.done("stream commit")
+}
+
+// DecodeStreamAbort decodes a Stream Abort message (msg[0] == 'A') of
+// protocol version 2; the abort LSN and time that version 4 adds are not
+// asked for.
+func DecodeStreamAbort(msg []byte) (StreamAbort, error) {
+	r := reader{b: msg[1:]}
+	a := StreamAbort{Xid: r.u32(), SubXid: r.u32()}
+	return a, r.done("stream abort")
+}
+
+// SplitStreamed splits a message received inside a stream segment into the
+// xid of its (sub)transaction and the body that follows it: msg[0]
+// followed by body is the message as protocol version 1 sends it, for the
+// decoders above. Only the messages that carry the xid in a stream are
+// accepted; Origin, which can come inside a stream too, carries none.
+func SplitStreamed(msg []byte) (xid uint32, body []byte, err error) {
+	if len(msg) == 0 {
+		return 0, nil, errors.New("decode streamed message: empty")
+	}
+	switch msg[0] {
+	case MsgRelation, MsgType, MsgInsert, MsgUpdate, MsgDelete, MsgTruncate, MsgMessage:
+	default:
+		return 0, nil, fmt.Errorf("decode streamed message: type %q carries no xid", msg[0])
+	}
+	r := reader{b: msg[1:]}
+	xid = r.u32()
+	if err := r.done("streamed message"); err != nil {
+		return 0, nil, err
+	}
+	return xid, r.b, nil
 }
 
 // postgresEpoch is where PostgreSQL's timestamps count microseconds from.

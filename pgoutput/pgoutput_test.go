@@ -1,9 +1,11 @@
 package pgoutput_test
 
 import (
+	"bytes"
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/pgsync/pgsync/pgoutput"
 	ot "github.com/pgsync/pgsync/pgoutput/pgoutputtest"
@@ -17,6 +19,61 @@ func TestDecodeBeginCommit(t *testing.T) {
 	c, err := pgoutput.DecodeCommit(ot.Commit(0x20, 0x48))
 	if err != nil || c.CommitLSN != 0x20 || c.EndLSN != 0x48 {
 		t.Errorf("commit = %+v, %v", c, err)
+	}
+}
+
+func TestDecodeStreamMessages(t *testing.T) {
+	s, err := pgoutput.DecodeStreamStart(ot.StreamStart(900, true))
+	if err != nil || s != (pgoutput.StreamStart{Xid: 900, First: true}) {
+		t.Errorf("stream start = %+v, %v", s, err)
+	}
+	s, err = pgoutput.DecodeStreamStart(ot.StreamStart(900, false))
+	if err != nil || s != (pgoutput.StreamStart{Xid: 900}) {
+		t.Errorf("later stream start = %+v, %v", s, err)
+	}
+	const micros = 800_000_000_123_456 // 2025-05-08, to the microsecond
+	c, err := pgoutput.DecodeStreamCommit(ot.StreamCommit(900, 0x1_0000_0020, 0x1_0000_0048, micros))
+	want := pgoutput.StreamCommit{Xid: 900, Commit: pgoutput.Commit{CommitLSN: 0x1_0000_0020, EndLSN: 0x1_0000_0048,
+		Time: time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC).Add(micros * time.Microsecond)}}
+	if err != nil || c != want {
+		t.Errorf("stream commit = %+v, %v; want %+v", c, err, want)
+	}
+	a, err := pgoutput.DecodeStreamAbort(ot.StreamAbort(900, 904))
+	if err != nil || a != (pgoutput.StreamAbort{Xid: 900, SubXid: 904}) {
+		t.Errorf("stream abort = %+v, %v", a, err)
+	}
+}
+
+// Inside a stream, each message that carries an xid decodes, once split, as
+// the protocol 1 message it wraps.
+func TestSplitStreamed(t *testing.T) {
+	for _, m := range [][]byte{
+		ot.Relation(16384, "public", "t", 'd', []ot.Column{{Name: "id", TypeOID: 23, Key: true}}),
+		ot.Type(16400, "public", "mood"),
+		ot.Insert(16384, []ot.Value{ot.T("1")}),
+		ot.Update(16384, 'K', []ot.Value{ot.T("1")}, []ot.Value{ot.T("2")}),
+		ot.Delete(16384, 'K', []ot.Value{ot.T("2")}),
+		ot.Truncate(pgoutput.TruncateCascade, 16384, 16390),
+		ot.Message(true, 0x30, "app", []byte("hello")),
+	} {
+		xid, body, err := pgoutput.SplitStreamed(ot.Streamed(0xDEADBEEF, m))
+		if err != nil || xid != 0xDEADBEEF {
+			t.Errorf("%q: xid %d, %v", m[0], xid, err)
+			continue
+		}
+		if got := append([]byte{m[0]}, body...); !bytes.Equal(got, m) {
+			t.Errorf("%q: split to %q, want %q", m[0], got, m)
+		}
+	}
+	for _, m := range [][]byte{
+		ot.Origin(0x10, "node_a"), // no xid, even in a stream
+		ot.Begin(1, 2), ot.Commit(1, 2), ot.StreamStart(1, true), ot.StreamStop(),
+		{'I', 0, 0, 1}, // too short for an xid
+		{},
+	} {
+		if _, _, err := pgoutput.SplitStreamed(m); err == nil {
+			t.Errorf("%q split without error", m)
+		}
 	}
 }
 
@@ -91,6 +148,7 @@ func TestDecodeTruncatedMessages(t *testing.T) {
 		ot.Update(1, 'O', []ot.Value{ot.T("a")}, []ot.Value{ot.T("b")}),
 		ot.Delete(1, 'K', []ot.Value{ot.T("a")}),
 		ot.Truncate(0, 1, 2),
+		ot.StreamStart(7, true), ot.StreamCommit(7, 1, 2, 3), ot.StreamAbort(7, 8),
 	}
 	var c pgoutput.Change
 	for _, m := range msgs {
@@ -116,6 +174,12 @@ func decodeAny(m []byte, c *pgoutput.Change) error {
 		_, err = pgoutput.DecodeRelation(m)
 	case 'T':
 		_, err = pgoutput.DecodeTruncate(m)
+	case 'S':
+		_, err = pgoutput.DecodeStreamStart(m)
+	case 'c':
+		_, err = pgoutput.DecodeStreamCommit(m)
+	case 'A':
+		_, err = pgoutput.DecodeStreamAbort(m)
 	default:
 		err = pgoutput.DecodeChange(m, c)
 	}
@@ -139,12 +203,25 @@ func FuzzDecode(f *testing.F) {
 	f.Add(ot.Update(1, 'K', []ot.Value{ot.T("a")}, []ot.Value{ot.T("b")}))
 	f.Add(ot.Relation(1, "s", "t", 'd', []ot.Column{{Name: "a", TypeOID: 23, Key: true}}))
 	f.Add(ot.Truncate(1, 5))
+	f.Add(ot.StreamStart(7, true))
+	f.Add(ot.StreamCommit(7, 0x100, 0x130, 1))
+	f.Add(ot.StreamAbort(7, 9))
+	f.Add(ot.Streamed(9, ot.Insert(1, []ot.Value{ot.T("abc")})))
 	f.Fuzz(func(t *testing.T, m []byte) {
 		if len(m) == 0 {
 			return
 		}
 		var c pgoutput.Change
 		_ = decodeAny(m, &c)
+		// A streamed message, once split, is its type byte and a body
+		// that ends the message, the xid between them; the body then
+		// decodes or fails like any message.
+		if _, body, err := pgoutput.SplitStreamed(m); err == nil {
+			if len(body) != len(m)-5 || !bytes.Equal(body, m[5:]) {
+				t.Fatalf("split %q into a body of %d bytes", m, len(body))
+			}
+			_ = decodeAny(append([]byte{m[0]}, body...), &c)
+		}
 	})
 }
 

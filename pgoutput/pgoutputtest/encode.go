@@ -1,5 +1,6 @@
 // Package pgoutputtest encodes pgoutput messages for tests and benchmarks,
-// byte for byte as the server's pgoutput plugin writes them (protocol 1).
+// byte for byte as the server's pgoutput plugin writes them (protocol 1, and
+// the streamed transactions of protocol 2).
 package pgoutputtest
 
 import "encoding/binary"
@@ -108,4 +109,71 @@ func Truncate(options byte, rels ...uint32) []byte {
 		b = binary.BigEndian.AppendUint32(b, r)
 	}
 	return b
+}
+
+// Type encodes a Type message.
+func Type(oid uint32, schema, name string) []byte {
+	b := []byte{'Y'}
+	b = binary.BigEndian.AppendUint32(b, oid)
+	b = append(append(b, schema...), 0)
+	return append(append(b, name...), 0)
+}
+
+// Origin encodes an Origin message.
+func Origin(lsn uint64, name string) []byte {
+	b := []byte{'O'}
+	b = binary.BigEndian.AppendUint64(b, lsn)
+	return append(append(b, name...), 0)
+}
+
+// Message encodes a logical decoding message (pg_logical_emit_message).
+func Message(transactional bool, lsn uint64, prefix string, content []byte) []byte {
+	b := []byte{'M', 0}
+	if transactional {
+		b[1] = 1
+	}
+	b = binary.BigEndian.AppendUint64(b, lsn)
+	b = append(append(b, prefix...), 0)
+	b = binary.BigEndian.AppendUint32(b, uint32(len(content)))
+	return append(b, content...)
+}
+
+// Streamed turns a protocol 1 message (Relation, Type, Insert, Update,
+// Delete, Truncate or Message) into the one protocol 2 sends inside a
+// stream segment: the xid of its (sub)transaction follows the type byte.
+func Streamed(xid uint32, msg []byte) []byte {
+	b := []byte{msg[0]}
+	b = binary.BigEndian.AppendUint32(b, xid)
+	return append(b, msg[1:]...)
+}
+
+// StreamStart encodes a Stream Start message.
+func StreamStart(xid uint32, first bool) []byte {
+	b := []byte{'S'}
+	b = binary.BigEndian.AppendUint32(b, xid)
+	if first {
+		return append(b, 1)
+	}
+	return append(b, 0)
+}
+
+// StreamStop encodes a Stream Stop message.
+func StreamStop() []byte { return []byte{'E'} }
+
+// StreamCommit encodes a Stream Commit message; commitTime counts
+// microseconds from 2000-01-01.
+func StreamCommit(xid uint32, commitLSN, endLSN uint64, commitTime int64) []byte {
+	b := []byte{'c'}
+	b = binary.BigEndian.AppendUint32(b, xid)
+	b = append(b, 0)
+	b = binary.BigEndian.AppendUint64(b, commitLSN)
+	b = binary.BigEndian.AppendUint64(b, endLSN)
+	return binary.BigEndian.AppendUint64(b, uint64(commitTime))
+}
+
+// StreamAbort encodes a Stream Abort message (protocol 2: no abort LSN).
+func StreamAbort(xid, subxid uint32) []byte {
+	b := []byte{'A'}
+	b = binary.BigEndian.AppendUint32(b, xid)
+	return binary.BigEndian.AppendUint32(b, subxid)
 }
