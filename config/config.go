@@ -61,6 +61,11 @@ type Tuning struct {
 	// the source sends nothing, not even a keepalive, for this long; 0
 	// turns it off. Named and defaulted after PostgreSQL's own setting.
 	WALReceiverTimeout time.Duration
+	// RunProcs is GOMAXPROCS for run: 1 by default, measured in
+	// docs/benchmarks.md (the reader and the applier hand messages to each
+	// other, and on one P that is a goroutine switch, not a thread
+	// wake-up); 0 leaves Go's default (one per core).
+	RunProcs int
 }
 
 // DefaultTuning returns the defaults documented in README.md.
@@ -73,6 +78,7 @@ func DefaultTuning() Tuning {
 		MaxParallelCopies:  2,
 		CopyRangeMB:        64,
 		WALReceiverTimeout: 60 * time.Second,
+		RunProcs:           1,
 	}
 }
 
@@ -119,6 +125,7 @@ type fileConfig struct {
 		MaxParallelCopies  *int    `toml:"max_parallel_copies"`
 		CopyRangeMB        *int    `toml:"copy_range_mb"`
 		WALReceiverTimeout *string `toml:"wal_receiver_timeout"`
+		RunProcs           *int    `toml:"run_procs"`
 	} `toml:"tuning"`
 }
 
@@ -262,6 +269,12 @@ func Parse(name, text string, getenv func(string) string) (*Config, error) {
 		if t.WALReceiverTimeout, err = parseTimeout(*s); err != nil {
 			return fail("tuning.wal_receiver_timeout", "%v", err)
 		}
+	}
+	if v := fc.Tuning.RunProcs; v != nil {
+		if *v < 0 || *v > 1024 {
+			return fail("tuning.run_procs", "%d is out of range (0 to 1024; 0: one per core)", *v)
+		}
+		t.RunProcs = *v
 	}
 	if t.MaxBatchBytes > t.MaxInflightBytes {
 		return fail("tuning.max_batch_bytes", "%s is larger than tuning.max_inflight_bytes (%s)",

@@ -35,7 +35,7 @@ func TestParseDefaults(t *testing.T) {
 	}
 	d := DefaultTuning()
 	if d.MaxInflightBytes != 16*1024*1024 || d.MaxBatchBytes != 4*1024*1024 || d.MaxBatchRows != 500 || d.BufferSizeKB != 256 || d.MaxParallelCopies != 2 ||
-		d.WALReceiverTimeout != 60*time.Second {
+		d.WALReceiverTimeout != 60*time.Second || d.RunProcs != 1 {
 		t.Errorf("defaults drifted from the documented ones: %+v", d)
 	}
 }
@@ -141,6 +141,7 @@ func TestParseErrors(t *testing.T) {
 		{"negative timeout", base + "[tuning]\nwal_receiver_timeout = \"-5s\"\n", []string{"tuning.wal_receiver_timeout", "out of range"}},
 		{"timeout as a number", base + "[tuning]\nwal_receiver_timeout = 60\n", []string{"f.toml", "wal_receiver_timeout"}},
 		{"empty pg_dump", strings.Replace(base, `tables = ["public.*"]`, "tables = [\"public.*\"]\npg_dump = \" \"", 1), []string{"job.pg_dump", "empty"}},
+		{"run_procs negative", base + "[tuning]\nrun_procs = -1\n", []string{"tuning.run_procs", "out of range"}},
 		{"toml syntax", "[source\n", []string{"f.toml", "line 2"}},
 		{"bad url keeps password secret", strings.Replace(base, "postgres://postgres@127.0.0.1:55432/app", "postgres://u:s3cret@127.0.0.1:notaport/app", 1), []string{"source.url", "not a valid"}},
 	}
