@@ -50,12 +50,13 @@ buffer_size_kb = 64
 max_parallel_copies = 4
 copy_range_mb = 0
 wal_receiver_timeout = "90s"
+run_procs = 0
 `, noEnv)
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := Tuning{MaxInflightBytes: 32 << 20, MaxBatchRows: 100, MaxBatchBytes: 1000000, BufferSizeKB: 64, MaxParallelCopies: 4, CopyRangeMB: 0,
-		WALReceiverTimeout: 90 * time.Second}
+		WALReceiverTimeout: 90 * time.Second, RunProcs: 0}
 	if cfg.Tuning != want {
 		t.Errorf("tuning = %+v, want %+v", cfg.Tuning, want)
 	}
