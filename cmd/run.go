@@ -53,12 +53,13 @@ error.`,
 			if err != nil {
 				return err
 			}
-			// The stream is one reader and one applier handing messages to
-			// each other; on one P the hand-off is a goroutine switch instead
-			// of a thread wake-up, and the servers keep the other cores
-			// (docs/benchmarks.md). GOMAXPROCS in the environment wins.
-			if os.Getenv("GOMAXPROCS") == "" {
-				runtime.GOMAXPROCS(1)
+			// tuning.run_procs (default 1): the stream is one reader and one
+			// applier handing messages to each other; on one P the hand-off
+			// is a goroutine switch instead of a thread wake-up, and the
+			// servers keep the other cores (docs/benchmarks.md). GOMAXPROCS
+			// in the environment wins.
+			if os.Getenv("GOMAXPROCS") == "" && cfg.Tuning.RunProcs > 0 {
+				runtime.GOMAXPROCS(cfg.Tuning.RunProcs)
 			}
 			// What run holds is bounded by max_inflight_bytes, except a
 			// single large value, which is held while it is applied. A soft
