@@ -2,7 +2,9 @@ package replication
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"log/slog"
 	"runtime"
 
 	"github.com/jackc/pglogrepl"
@@ -33,6 +35,10 @@ type dispatcher struct {
 	change   pgoutput.Change // reused for every row change
 	skipping bool            // inside a transaction applied earlier
 	inTxn    bool            // between a Begin and its Commit
+	// spools hold the streamed transactions until they commit
+	// (streamed.go).
+	spools *spoolSet
+	log    *slog.Logger
 }
 
 // run is the dispatcher's loop. ctx bounds every round trip to the target.
@@ -76,6 +82,9 @@ func (d *dispatcher) run(ctx context.Context) error {
 			d.sem.Release(unreleased)
 			unreleased = 0
 		}
+		if errors.Is(err, errStopped) {
+			return nil // a replay abandoned half way: Close rolls it back
+		}
 		if err != nil {
 			return err
 		}
@@ -104,42 +113,67 @@ func (d *dispatcher) handle(ctx context.Context, msg []byte) error {
 	if len(msg) == 0 {
 		return fmt.Errorf("empty pgoutput message")
 	}
+	if d.spools.inSegment() && msg[0] != pgoutput.MsgStreamStop {
+		return d.spool(msg)
+	}
 	switch msg[0] {
 	case pgoutput.MsgBegin:
 		b, err := pgoutput.DecodeBegin(msg)
 		if err != nil {
 			return err
 		}
-		if d.inTxn {
-			return fmt.Errorf("pgoutput Begin of the transaction committing at %s inside another transaction", b.FinalLSN)
-		}
-		d.inTxn = true
-		if appliedBefore(b.FinalLSN, d.resume) {
-			d.skipping = true
-			return nil
-		}
-		return d.app.Begin(ctx, b)
+		return d.begin(ctx, b)
 	case pgoutput.MsgCommit:
 		c, err := pgoutput.DecodeCommit(msg)
 		if err != nil {
 			return err
 		}
-		if !d.inTxn {
-			return fmt.Errorf("pgoutput Commit at %s outside a transaction", c.CommitLSN)
-		}
-		d.inTxn = false
-		if d.skipping {
-			d.skipping = false
-			return nil
-		}
-		durable, err := d.app.Commit(ctx, c, len(d.queue) > 0)
-		if err != nil {
-			return err
-		}
-		d.stats.Txns.Add(1)
-		d.stats.CommitTime.Store(c.Time.UnixNano())
-		d.pos.AdvanceApplied(durable)
+		return d.commit(ctx, c)
+	case pgoutput.MsgStreamStart, pgoutput.MsgStreamStop, pgoutput.MsgStreamCommit, pgoutput.MsgStreamAbort:
+		return d.handleStream(ctx, msg)
+	}
+	return d.handleData(ctx, msg)
+}
+
+// begin starts a source transaction, or skips it when an earlier session
+// applied it.
+func (d *dispatcher) begin(ctx context.Context, b pgoutput.Begin) error {
+	if d.inTxn {
+		return fmt.Errorf("pgoutput Begin of the transaction committing at %s inside another transaction", b.FinalLSN)
+	}
+	d.inTxn = true
+	if appliedBefore(b.FinalLSN, d.resume) {
+		d.skipping = true
 		return nil
+	}
+	return d.app.Begin(ctx, b)
+}
+
+// commit ends a source transaction and moves the applied position to what
+// the applier says is durable.
+func (d *dispatcher) commit(ctx context.Context, c pgoutput.Commit) error {
+	if !d.inTxn {
+		return fmt.Errorf("pgoutput Commit at %s outside a transaction", c.CommitLSN)
+	}
+	d.inTxn = false
+	if d.skipping {
+		d.skipping = false
+		return nil
+	}
+	durable, err := d.app.Commit(ctx, c, len(d.queue) > 0)
+	if err != nil {
+		return err
+	}
+	d.stats.Txns.Add(1)
+	d.stats.CommitTime.Store(c.Time.UnixNano())
+	d.pos.AdvanceApplied(durable)
+	return nil
+}
+
+// handleData applies a message of protocol version 1's form that is not a
+// Begin or a Commit: received as such, or read back from a spool.
+func (d *dispatcher) handleData(ctx context.Context, msg []byte) error {
+	switch msg[0] {
 	case pgoutput.MsgRelation:
 		r, err := pgoutput.DecodeRelation(msg)
 		if err != nil {

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"log/slog"
+	"path/filepath"
 	"testing"
 
 	"github.com/jackc/pglogrepl"
@@ -22,6 +24,9 @@ type recordingApplier struct {
 	begins  int
 	commits []pglogrepl.LSN
 	changes int
+	// trace lists what was applied: "begin <final LSN>", "<op> <first
+	// value>", "truncate", "commit <end LSN>".
+	trace []string
 }
 
 func (a *recordingApplier) Begin(_ context.Context, b pgoutput.Begin) error {
@@ -30,16 +35,26 @@ func (a *recordingApplier) Begin(_ context.Context, b pgoutput.Begin) error {
 	}
 	a.inTxn = true
 	a.begins++
+	a.trace = append(a.trace, "begin "+b.FinalLSN.String())
 	return nil
 }
 
 func (a *recordingApplier) Relation(context.Context, *pgoutput.Relation) error { return nil }
 
-func (a *recordingApplier) Change(context.Context, *pgoutput.Change) error {
+func (a *recordingApplier) Change(_ context.Context, c *pgoutput.Change) error {
 	if !a.inTxn {
 		a.t.Fatal("Change outside a transaction")
 	}
 	a.changes++
+	tuple := c.New
+	if c.Op == pgoutput.MsgDelete {
+		tuple = c.Old
+	}
+	first := ""
+	if len(tuple.Values) > 0 {
+		first = string(tuple.Values[0])
+	}
+	a.trace = append(a.trace, string(c.Op)+" "+first)
 	return nil
 }
 
@@ -47,6 +62,7 @@ func (a *recordingApplier) Truncate(context.Context, pgoutput.Truncate) error {
 	if !a.inTxn {
 		a.t.Fatal("Truncate outside a transaction")
 	}
+	a.trace = append(a.trace, "truncate")
 	return nil
 }
 
@@ -56,6 +72,7 @@ func (a *recordingApplier) Commit(_ context.Context, c pgoutput.Commit, _ bool) 
 	}
 	a.inTxn = false
 	a.commits = append(a.commits, c.EndLSN)
+	a.trace = append(a.trace, "commit "+c.EndLSN.String())
 	return c.EndLSN, nil
 }
 
@@ -63,7 +80,13 @@ func (a *recordingApplier) Flush(context.Context) (pglogrepl.LSN, error) { retur
 
 func newTestDispatcher(t *testing.T, resume pglogrepl.LSN) (*dispatcher, *recordingApplier) {
 	app := &recordingApplier{t: t}
-	return &dispatcher{app: app, pos: position.New(resume), stats: &Stats{}, resume: resume}, app
+	stats := &Stats{}
+	spools, err := newSpoolSet(filepath.Join(t.TempDir(), "spool"), stats)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = spools.close() })
+	return &dispatcher{app: app, pos: position.New(resume), stats: stats, resume: resume, spools: spools, log: slog.New(slog.DiscardHandler)}, app
 }
 
 func TestDispatchSkipsTransactionsBeforeResume(t *testing.T) {
@@ -130,6 +153,11 @@ func FuzzDispatch(f *testing.F) {
 		ot.Delete(1, 'K', []ot.Value{ot.T("2"), ot.Null}), ot.Commit(0x100, 0x130), ot.Begin(0x10, 2), ot.Commit(0x10, 0x20)))
 	f.Add(frame(ot.Begin(0x100, 1), ot.Truncate(3, 1, 2), ot.Commit(0x100, 0x130)))
 	f.Add(frame(ot.Commit(0x100, 0x130), ot.Begin(0x100, 1)))
+	f.Add(frame(ot.StreamStart(9, true), ot.Streamed(9, rel), ot.Streamed(9, ot.Insert(1, []ot.Value{ot.T("1"), ot.Null})),
+		ot.Streamed(10, ot.Insert(1, []ot.Value{ot.T("2"), ot.Null})), ot.StreamStop(),
+		ot.Begin(0x100, 1), ot.Insert(1, []ot.Value{ot.T("3"), ot.Null}), ot.Commit(0x100, 0x130),
+		ot.StreamAbort(9, 10), ot.StreamCommit(9, 0x200, 0x230, 0)))
+	f.Add(frame(ot.StreamStart(9, true), ot.Streamed(9, ot.Truncate(0, 1)), ot.StreamStop(), ot.StreamAbort(9, 9), ot.StreamCommit(9, 0x200, 0x230, 0)))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		d, app := newTestDispatcher(t, 0x80)
 		last := d.pos.Applied()

@@ -16,8 +16,9 @@ type feedback struct {
 	// decision is not about a keepalive.
 	serverEnd pglogrepl.LSN
 	// drained holds when every message received is applied: no source
-	// transaction is half received, none is queued, none is uncommitted on
-	// the target.
+	// transaction is half received, none waits in a spool (a streamed
+	// transaction still open on the source), none is queued, none is
+	// uncommitted on the target.
 	drained bool
 	// mustSend holds when the server asked for a reply, or when the reader
 	// has been waiting for the applier and must show the walsender that it

@@ -42,8 +42,13 @@ type reader struct {
 	maxInflight int64
 	pauseQueued int // queue length from which each read waits lazyReadPause first
 
-	arena       []byte
-	inTxn       bool // a Begin was queued without its Commit
+	arena []byte
+	inTxn bool // a Begin was queued without its Commit
+	// streams are the streamed transactions (protocol version 2) with a
+	// segment queued and no Stream Commit or Abort yet: their changes wait
+	// in a spool, so they are in flight as much as a half-received
+	// transaction.
+	streams     map[uint32]struct{}
 	deadlineSet time.Time
 	lastSent    time.Time // of the last status update
 
@@ -222,16 +227,8 @@ func (r *reader) enqueue(ctx context.Context, data []byte) error {
 		r.arena = r.arena[n:]
 		copy(m.data, data)
 	}
-	switch m.data[0] {
-	case pgoutput.MsgBegin:
-		r.inTxn = true
-	case pgoutput.MsgCommit:
-		r.inTxn = false
-		c, err := pgoutput.DecodeCommit(m.data)
-		if err != nil {
-			return fmt.Errorf("commit message from slot %s: %w", r.slot, err)
-		}
-		r.pos.AdvanceReceived(c.EndLSN)
+	if err := r.track(m.data); err != nil {
+		return err
 	}
 	select {
 	case r.queue <- m:
@@ -259,6 +256,48 @@ func (r *reader) enqueue(ctx context.Context, data []byte) error {
 			return wctx.Err()
 		}
 	})
+}
+
+// track follows the transaction boundaries of the messages queued, for the
+// received position and for the feedback decision (whether anything is in
+// flight).
+func (r *reader) track(msg []byte) error {
+	switch msg[0] {
+	case pgoutput.MsgBegin:
+		r.inTxn = true
+	case pgoutput.MsgCommit:
+		r.inTxn = false
+		c, err := pgoutput.DecodeCommit(msg)
+		if err != nil {
+			return fmt.Errorf("commit message from slot %s: %w", r.slot, err)
+		}
+		r.pos.AdvanceReceived(c.EndLSN)
+	case pgoutput.MsgStreamStart:
+		s, err := pgoutput.DecodeStreamStart(msg)
+		if err != nil {
+			return fmt.Errorf("stream start message from slot %s: %w", r.slot, err)
+		}
+		if r.streams == nil {
+			r.streams = map[uint32]struct{}{}
+		}
+		r.streams[s.Xid] = struct{}{}
+	case pgoutput.MsgStreamCommit:
+		c, err := pgoutput.DecodeStreamCommit(msg)
+		if err != nil {
+			return fmt.Errorf("stream commit message from slot %s: %w", r.slot, err)
+		}
+		delete(r.streams, c.Xid)
+		r.pos.AdvanceReceived(c.EndLSN)
+	case pgoutput.MsgStreamAbort:
+		a, err := pgoutput.DecodeStreamAbort(msg)
+		if err != nil {
+			return fmt.Errorf("stream abort message from slot %s: %w", r.slot, err)
+		}
+		if a.SubXid == a.Xid {
+			delete(r.streams, a.Xid)
+		}
+	}
+	return nil
 }
 
 // waitAlive calls wait with contexts of keepAliveEvery until it succeeds,
@@ -306,7 +345,7 @@ func (r *reader) feedback(serverEnd pglogrepl.LSN, mustSend bool) feedback {
 		applied:   r.pos.Applied(),
 		reported:  r.pos.Reported(),
 		serverEnd: serverEnd,
-		drained:   !r.inTxn && len(r.queue) == 0 && r.pos.Idle(),
+		drained:   !r.inTxn && len(r.streams) == 0 && len(r.queue) == 0 && r.pos.Idle(),
 		mustSend:  mustSend,
 		quiet:     time.Since(r.lastSent),
 	}

@@ -86,7 +86,8 @@ func Run(ctx context.Context, opts RunOptions, openTarget func(context.Context) 
 		began := time.Now()
 		err := runSession(ctx, opts, openTarget, attempt, &streamed)
 		if err == nil || ctx.Err() != nil {
-			log.Info("stopped", "slot", opts.Slot, "txns", opts.Stats.Txns.Load(), "rows", opts.Stats.Rows.Load(), "cpu_s", cpuSeconds())
+			log.Info("stopped", "slot", opts.Slot, "txns", opts.Stats.Txns.Load(), "rows", opts.Stats.Rows.Load(),
+				"spool_bytes", opts.Stats.SpoolBytes.Load(), "cpu_s", cpuSeconds())
 			return nil
 		}
 		// A Target ends a session on purpose (a table being added): the
@@ -173,13 +174,15 @@ func currentWAL(ctx context.Context, url string) (pglogrepl.LSN, error) {
 // when the source has sent nothing for a whole period, the source alone
 // knows how far its WAL has gone, and the line gives silent_s, the seconds
 // since the last message, instead of a lag it cannot know (issue 15).
-// prepared, when not nil, adds prepared_statements.
+// prepared, when not nil, adds prepared_statements. spool_bytes counts what
+// streamed transactions wrote to their spools, so a period that only spools
+// a large transaction still gets its line.
 func logProgress(ctx context.Context, log *slog.Logger, st *Stats, prepared func() int64, every time.Duration) func() {
 	done := make(chan struct{})
 	go func() {
 		t := time.NewTicker(every)
 		defer t.Stop()
-		lastTxns, lastRows := st.Txns.Load(), st.Rows.Load()
+		lastTxns, lastRows, lastSpool := st.Txns.Load(), st.Rows.Load(), st.SpoolBytes.Load()
 		for {
 			select {
 			case <-ctx.Done():
@@ -188,8 +191,8 @@ func logProgress(ctx context.Context, log *slog.Logger, st *Stats, prepared func
 				return
 			case <-t.C:
 			}
-			txns, rows := st.Txns.Load(), st.Rows.Load()
-			if txns == lastTxns && rows == lastRows {
+			txns, rows, spool := st.Txns.Load(), st.Rows.Load(), st.SpoolBytes.Load()
+			if txns == lastTxns && rows == lastRows && spool == lastSpool {
 				continue
 			}
 			secs := every.Seconds()
@@ -198,12 +201,12 @@ func logProgress(ctx context.Context, log *slog.Logger, st *Stats, prepared func
 				lag = slog.Int64("silent_s", int64(silent.Seconds()))
 			}
 			args := []any{"txn_per_s", int64(float64(txns-lastTxns) / secs), "rows_per_s", int64(float64(rows-lastRows) / secs),
-				lag, "txns", txns, "rows", rows}
+				lag, "txns", txns, "rows", rows, "spool_bytes", spool}
 			if prepared != nil {
 				args = append(args, "prepared_statements", prepared())
 			}
 			log.Info("applying", args...)
-			lastTxns, lastRows = txns, rows
+			lastTxns, lastRows, lastSpool = txns, rows, spool
 		}
 	}()
 	return func() { close(done) }

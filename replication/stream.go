@@ -54,6 +54,11 @@ type StreamOptions struct {
 	// like PostgreSQL's wal_receiver_timeout; at half of it the walsender
 	// is asked for a keepalive. 0 turns it off.
 	WALReceiverTimeout time.Duration
+	// SpoolDir is the directory of the files that hold streamed
+	// transactions until they commit (spool.go); "" means pgsync-<job>-spool
+	// under os.TempDir() ($TMPDIR). Each session empties it of its spool
+	// files.
+	SpoolDir string
 }
 
 // Stats counts applied work for progress lines and benchmarks.
@@ -72,6 +77,9 @@ type Stats struct {
 	// source without receiving anything at its last read; time spent
 	// waiting for the applier does not count.
 	Silence atomic.Int64
+	// SpoolBytes counts the bytes written to the spool files of streamed
+	// transactions (protocol version 2), aborted ones included.
+	SpoolBytes atomic.Int64
 }
 
 // SilentSeconds is how long the source has sent nothing while the reader
@@ -151,16 +159,31 @@ func Stream(ctx context.Context, conn *pgconn.PgConn, start pglogrepl.LSN, app A
 	if opts.Stats == nil {
 		opts.Stats = &Stats{}
 	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
 	err := pglogrepl.StartReplication(ctx, conn, opts.Slot, start, pglogrepl.StartReplicationOptions{
-		Mode: pglogrepl.LogicalReplication,
-		PluginArgs: []string{
-			"proto_version '1'",
-			fmt.Sprintf("publication_names '%s'", opts.Publication),
-		},
+		Mode:       pglogrepl.LogicalReplication,
+		PluginArgs: pluginArgs(conn.ParameterStatus("server_version"), opts.Publication),
 	})
 	if err != nil {
 		return slotError(opts.Names, start, err)
 	}
+	// Only now, with the slot acquired, is no other session of the job
+	// using the spool directory.
+	dir := opts.SpoolDir
+	if dir == "" {
+		dir = defaultSpoolDir(opts.Job)
+	}
+	spools, err := newSpoolSet(dir, opts.Stats)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err := spools.close(); err != nil {
+			opts.Logger.Warn("cannot remove the spool files of streamed transactions", "dir", dir, "err", err)
+		}
+	}()
 	pos := position.New(start)
 	opts.Stats.Positions.Store(pos)
 	opts.Stats.Silence.Store(0)
@@ -168,7 +191,7 @@ func Stream(ctx context.Context, conn *pgconn.PgConn, start pglogrepl.LSN, app A
 	sem := semaphore.NewWeighted(opts.MaxInflightBytes)
 	stop := make(chan struct{})
 	d := &dispatcher{app: app, pos: pos, stats: opts.Stats, resume: start,
-		queue: queue, sem: sem, maxInflight: opts.MaxInflightBytes, stop: stop}
+		queue: queue, sem: sem, maxInflight: opts.MaxInflightBytes, stop: stop, spools: spools, log: opts.Logger}
 	pauseQueued := opts.ReadPauseQueued
 	switch {
 	case pauseQueued == 0:
@@ -217,6 +240,35 @@ func Stream(ctx context.Context, conn *pgconn.PgConn, start pglogrepl.LSN, app A
 		return nil
 	}
 	return readErr
+}
+
+// pluginArgs are pgoutput's options. A source of PostgreSQL 14 or later is
+// asked for protocol version 2 with streaming on, so that it sends a
+// transaction larger than its logical_decoding_work_mem while the
+// transaction runs, instead of spilling it to disk and sending it only after
+// its commit (issue 18); older sources know only version 1.
+func pluginArgs(serverVersion, publication string) []string {
+	args := []string{"proto_version '1'"}
+	if majorVersion(serverVersion) >= 14 {
+		args = []string{"proto_version '2'", "streaming 'on'"}
+	}
+	return append(args, fmt.Sprintf("publication_names '%s'", publication))
+}
+
+// majorVersion is the major version in a server_version parameter ("15.4
+// (Debian 15.4-1.pgdg120+1)", "14beta1", "9.6.24"), 0 when there is none.
+func majorVersion(v string) int {
+	n := 0
+	for _, c := range v {
+		if c < '0' || c > '9' {
+			break
+		}
+		n = n*10 + int(c-'0')
+		if n > 1000 {
+			return 0
+		}
+	}
+	return n
 }
 
 func isStop(err error) bool {

@@ -1,0 +1,148 @@
+package replication
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"runtime"
+
+	"github.com/pgsync/pgsync/pgoutput"
+)
+
+// errStopped ends the replay of a streamed transaction when the session
+// ends: the target transaction is left uncommitted, for the applier's
+// Close to roll back, and the next session receives the transaction again.
+var errStopped = errors.New("session ended during the replay of a streamed transaction")
+
+// stopCheckEvery is how many spooled messages the replay applies between
+// two looks at whether the session is ending.
+const stopCheckEvery = 1024
+
+// handleStream handles the messages that delimit a streamed transaction
+// (protocol version 2): Stream Start and Stop around each segment, then
+// Stream Commit or Stream Abort. None of them comes inside an ordinary
+// transaction, and only Stream Stop inside a segment.
+func (d *dispatcher) handleStream(ctx context.Context, msg []byte) error {
+	if d.inTxn {
+		return fmt.Errorf("pgoutput %q inside a transaction", msg[0])
+	}
+	switch msg[0] {
+	case pgoutput.MsgStreamStart:
+		s, err := pgoutput.DecodeStreamStart(msg)
+		if err != nil {
+			return err
+		}
+		if s.Xid == 0 {
+			return fmt.Errorf("pgoutput Stream Start of invalid xid 0")
+		}
+		return d.spools.start(s.Xid, s.First)
+	case pgoutput.MsgStreamStop:
+		return d.spools.stop()
+	case pgoutput.MsgStreamCommit:
+		c, err := pgoutput.DecodeStreamCommit(msg)
+		if err != nil {
+			return err
+		}
+		return d.streamCommit(ctx, c)
+	case pgoutput.MsgStreamAbort:
+		a, err := pgoutput.DecodeStreamAbort(msg)
+		if err != nil {
+			return err
+		}
+		return d.spools.abort(a.Xid, a.SubXid)
+	}
+	return fmt.Errorf("pgoutput %q is not a stream message", msg[0])
+}
+
+// spool appends a message received inside a segment to its transaction's
+// spool. Type and Message are not kept (the applier ignores them) and
+// Origin carries no xid; any other message has no place in a segment.
+func (d *dispatcher) spool(msg []byte) error {
+	switch msg[0] {
+	case pgoutput.MsgOrigin:
+		return nil
+	case pgoutput.MsgRelation, pgoutput.MsgType, pgoutput.MsgInsert, pgoutput.MsgUpdate,
+		pgoutput.MsgDelete, pgoutput.MsgTruncate, pgoutput.MsgMessage:
+	default:
+		return fmt.Errorf("pgoutput %q inside the stream segment of xid %d", msg[0], d.spools.cur.xid)
+	}
+	xid, body, err := pgoutput.SplitStreamed(msg)
+	if err != nil {
+		return err
+	}
+	if xid == 0 {
+		return fmt.Errorf("pgoutput %q of invalid xid 0 in the stream of xid %d", msg[0], d.spools.cur.xid)
+	}
+	if msg[0] == pgoutput.MsgType || msg[0] == pgoutput.MsgMessage {
+		return nil
+	}
+	return d.spools.append(xid, msg[0], body)
+}
+
+// streamCommit applies a streamed transaction that committed on the source:
+// its spool is read back through the path of an ordinary transaction (a
+// Begin at the commit LSN, each message, the Commit), in the order the
+// commits arrive, which is the source's commit order. The applier records
+// the position at its Commit, in the same target transaction, as for any
+// other transaction.
+func (d *dispatcher) streamCommit(ctx context.Context, c pgoutput.StreamCommit) (err error) {
+	sp, err := d.spools.take(c.Xid)
+	if err != nil {
+		return err
+	}
+	if sp == nil {
+		return fmt.Errorf("pgoutput Stream Commit of xid %d at %s: no segment of it was received", c.Xid, c.CommitLSN)
+	}
+	defer func() {
+		if rerr := sp.remove(); err == nil {
+			err = rerr
+		}
+	}()
+	if appliedBefore(c.CommitLSN, d.resume) {
+		return nil
+	}
+	rows := d.stats.Rows.Load()
+	if err := d.begin(ctx, pgoutput.Begin{FinalLSN: c.CommitLSN, Xid: c.Xid}); err != nil {
+		return err
+	}
+	r := spoolReader{f: sp.f}
+	for n := 1; ; n++ {
+		msg, err := r.next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return fmt.Errorf("replay the spool of xid %d committed at %s: %w", c.Xid, c.CommitLSN, err)
+		}
+		if err := d.handleData(ctx, msg); err != nil {
+			return err
+		}
+		if len(msg) >= collectAfter {
+			// As for a large message received (dispatcher.run): free it
+			// before the next one is read.
+			d.change.Release()
+			r.drop()
+			runtime.GC()
+		}
+		if n%stopCheckEvery == 0 && d.stopping() {
+			return errStopped
+		}
+	}
+	if err := d.commit(ctx, c.Commit); err != nil {
+		return err
+	}
+	d.log.Info("streamed transaction applied", "xid", c.Xid, "commit_lsn", c.CommitLSN.String(),
+		"rows", d.stats.Rows.Load()-rows, "spool_bytes", sp.size)
+	return nil
+}
+
+// stopping reports whether the reader has ended the session.
+func (d *dispatcher) stopping() bool {
+	select {
+	case <-d.stop:
+		return true
+	default:
+		return false
+	}
+}
