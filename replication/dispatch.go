@@ -38,7 +38,10 @@ type dispatcher struct {
 	// spools hold the streamed transactions until they commit
 	// (streamed.go).
 	spools *spoolSet
-	log    *slog.Logger
+	// abortedXids asks the source which subtransactions aborted
+	// (StreamOptions.AbortedXids); nil: none is asked about.
+	abortedXids func(ctx context.Context, xids []uint32) ([]uint32, error)
+	log         *slog.Logger
 }
 
 // run is the dispatcher's loop. ctx bounds every round trip to the target.

@@ -24,6 +24,8 @@ type recordingApplier struct {
 	begins  int
 	commits []pglogrepl.LSN
 	changes int
+	// relations counts the Relation messages.
+	relations int
 	// trace lists what was applied: "begin <final LSN>", "<op> <first
 	// value>", "truncate", "commit <end LSN>".
 	trace []string
@@ -39,7 +41,10 @@ func (a *recordingApplier) Begin(_ context.Context, b pgoutput.Begin) error {
 	return nil
 }
 
-func (a *recordingApplier) Relation(context.Context, *pgoutput.Relation) error { return nil }
+func (a *recordingApplier) Relation(context.Context, *pgoutput.Relation) error {
+	a.relations++
+	return nil
+}
 
 func (a *recordingApplier) Change(_ context.Context, c *pgoutput.Change) error {
 	if !a.inTxn {

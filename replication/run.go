@@ -69,6 +69,11 @@ func Run(ctx context.Context, opts RunOptions, openTarget func(context.Context) 
 	if opts.MaxBackoff == 0 {
 		opts.MaxBackoff = 10 * time.Second
 	}
+	if opts.AbortedXids == nil {
+		opts.AbortedXids = func(ctx context.Context, xids []uint32) ([]uint32, error) {
+			return abortedXidsAt(ctx, opts.SourceURL, xids)
+		}
+	}
 	if opts.UntilCaughtUp {
 		head, err := currentWAL(ctx, opts.SourceURL)
 		if err != nil {
@@ -154,6 +159,18 @@ func runSession(ctx context.Context, opts RunOptions, openTarget func(context.Co
 		opts.Logger.Info("reconnected", "slot", opts.Slot, "from_lsn", start.String(), "attempt", attempt)
 	}
 	return Stream(ctx, conn, start, target, opts.StreamOptions)
+}
+
+// abortedXidsAt asks the source at url, over a connection of its own (a
+// streamed transaction with subtransactions is rare enough not to hold one
+// open), which of xids aborted.
+func abortedXidsAt(ctx context.Context, url string, xids []uint32) ([]uint32, error) {
+	conn, err := pgconnect.Connect(ctx, "source", url)
+	if err != nil {
+		return nil, err
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	return AbortedXids(ctx, conn, xids)
 }
 
 func currentWAL(ctx context.Context, url string) (pglogrepl.LSN, error) {

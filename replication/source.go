@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -289,4 +290,44 @@ FROM (SELECT 1) one LEFT JOIN pg_replication_slots s ON s.slot_name = $1`, n.Slo
 	}
 	s.ConfirmedFlushLSN, s.RestartLSN, s.CurrentWALLSN = parse(confirmed), parse(restart), parse(&current)
 	return s, nil
+}
+
+// AbortedXids returns those of xids that the source's commit log records as
+// aborted. Each xid is a 32-bit transaction id of a transaction that ended
+// recently: it is taken in the epoch of the source's next xid, or in the one
+// before when it is not below it (fullXid). An xid too old for the commit
+// log has no status and is not returned.
+func AbortedXids(ctx context.Context, conn *pgx.Conn, xids []uint32) ([]uint32, error) {
+	var next uint64
+	if err := conn.QueryRow(ctx, "SELECT pg_snapshot_xmax(pg_current_snapshot())::text::bigint").Scan(&next); err != nil {
+		return nil, fmt.Errorf("read the source's next xid: %w", err)
+	}
+	full := make([]string, len(xids))
+	for i, x := range xids {
+		full[i] = strconv.FormatUint(fullXid(next, x), 10)
+	}
+	rows, err := conn.Query(ctx, "SELECT x::bigint FROM unnest($1::text[]) x WHERE pg_xact_status(x::xid8) = 'aborted'", full)
+	if err != nil {
+		return nil, fmt.Errorf("read the status of %d subtransactions on the source: %w", len(xids), err)
+	}
+	aborted, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (uint32, error) {
+		var x uint64
+		err := row.Scan(&x)
+		return uint32(x), err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read the status of %d subtransactions on the source: %w", len(xids), err)
+	}
+	return aborted, nil
+}
+
+// fullXid is the 64-bit id of a past transaction's 32-bit xid, given the
+// source's next 64-bit xid: in next's epoch when below next's low half, in
+// the epoch before otherwise (the counter wrapped since).
+func fullXid(next uint64, xid uint32) uint64 {
+	epoch := next >> 32
+	if uint64(xid) >= next&0xFFFFFFFF && epoch > 0 {
+		epoch--
+	}
+	return epoch<<32 | uint64(xid)
 }

@@ -34,8 +34,8 @@ type spoolSet struct {
 }
 
 // spool is one streamed transaction's file: each message as a 4-byte
-// big-endian length and the message in protocol version 1's form (the xid
-// taken off).
+// big-endian length, the 4-byte xid of its (sub)transaction and the message
+// in protocol version 1's form (the xid taken off).
 type spool struct {
 	xid  uint32
 	f    *os.File
@@ -55,6 +55,9 @@ type subxact struct {
 	xid    uint32
 	offset int64
 }
+
+// spoolHeader is the length and xid before each spooled message.
+const spoolHeader = 8
 
 // spoolSuffix names the files of a spool directory, the only ones pgsync
 // removes there.
@@ -145,9 +148,10 @@ func (s *spoolSet) append(xid uint32, typ byte, body []byte) error {
 	if len(body) >= 1<<32-1 {
 		return fmt.Errorf("spool of xid %d: message of %d bytes", sp.xid, len(body))
 	}
-	var head [5]byte
+	var head [spoolHeader + 1]byte
 	binary.BigEndian.PutUint32(head[:4], uint32(1+len(body)))
-	head[4] = typ
+	binary.BigEndian.PutUint32(head[4:8], xid)
+	head[8] = typ
 	if _, err := s.w.Write(head[:]); err != nil {
 		return fmt.Errorf("spool of xid %d: %w", sp.xid, err)
 	}
@@ -282,24 +286,26 @@ type spoolReader struct {
 // errSpoolCorrupt reports a spool that does not read back as it was written.
 var errSpoolCorrupt = errors.New("spool file is corrupt")
 
-// next returns the next message, or io.EOF after the last one.
-func (r *spoolReader) next() ([]byte, error) {
-	if err := r.fill(4); err != nil {
+// next returns the next message and the xid of its (sub)transaction, or
+// io.EOF after the last one.
+func (r *spoolReader) next() (xid uint32, msg []byte, err error) {
+	if err := r.fill(spoolHeader); err != nil {
 		if errors.Is(err, io.EOF) && r.start == r.end {
-			return nil, io.EOF
+			return 0, nil, io.EOF
 		}
-		return nil, fmt.Errorf("%w: %w", errSpoolCorrupt, err)
+		return 0, nil, fmt.Errorf("%w: %w", errSpoolCorrupt, err)
 	}
 	n := int(binary.BigEndian.Uint32(r.chunk[r.start:]))
+	xid = binary.BigEndian.Uint32(r.chunk[r.start+4:])
 	if n == 0 {
-		return nil, fmt.Errorf("%w: empty message", errSpoolCorrupt)
+		return 0, nil, fmt.Errorf("%w: empty message", errSpoolCorrupt)
 	}
-	if err := r.fill(4 + n); err != nil {
-		return nil, fmt.Errorf("%w: %w", errSpoolCorrupt, err)
+	if err := r.fill(spoolHeader + n); err != nil {
+		return 0, nil, fmt.Errorf("%w: %w", errSpoolCorrupt, err)
 	}
-	at := r.start + 4
+	at := r.start + spoolHeader
 	r.start = at + n
-	return r.chunk[at : at+n : at+n], nil
+	return xid, r.chunk[at : at+n : at+n], nil
 }
 
 // drop lets go of the chunk once every byte of it is read, so that the

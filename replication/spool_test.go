@@ -35,8 +35,9 @@ func readAll(t *testing.T, sp *spool) []string {
 	t.Helper()
 	r := spoolReader{f: sp.f}
 	var msgs [][]byte
+	var xids []uint32
 	for {
-		m, err := r.next()
+		xid, m, err := r.next()
 		if errors.Is(err, io.EOF) {
 			break
 		}
@@ -44,10 +45,11 @@ func readAll(t *testing.T, sp *spool) []string {
 			t.Fatal(err)
 		}
 		msgs = append(msgs, m)
+		xids = append(xids, xid)
 	}
 	out := make([]string, len(msgs))
 	for i, m := range msgs {
-		out[i] = string(m)
+		out[i] = fmt.Sprintf("%d:%s", xids[i], m)
 	}
 	return out
 }
@@ -64,7 +66,7 @@ func TestSpoolReadsBackWhatWasAppended(t *testing.T) {
 		if err := s.append(100, 'I', body); err != nil {
 			t.Fatal(err)
 		}
-		want = append(want, "I"+string(body))
+		want = append(want, "100:I"+string(body))
 		if i == 4 { // a second segment
 			if err := s.stop(); err != nil {
 				t.Fatal(err)
@@ -84,6 +86,9 @@ func TestSpoolReadsBackWhatWasAppended(t *testing.T) {
 	defer sp.remove()
 	if got := readAll(t, sp); !reflect.DeepEqual(got, want) {
 		t.Errorf("read back %d messages, want %d (or different bytes)", len(got), len(want))
+	}
+	if len(want) != 10 {
+		t.Fatal(len(want))
 	}
 	if st, _ := sp.f.Stat(); st.Size() != sp.size || s.stats.SpoolBytes.Load() != sp.size {
 		t.Errorf("file %d bytes, spool size %d, stats %d", st.Size(), sp.size, s.stats.SpoolBytes.Load())
@@ -134,7 +139,7 @@ func TestSpoolAbortOfSubtransactionTruncates(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer sp.remove()
-	if got, want := readAll(t, sp), []string{"Ia", "Ih", "Ii"}; !reflect.DeepEqual(got, want) {
+	if got, want := readAll(t, sp), []string{"100:Ia", "100:Ih", "104:Ii"}; !reflect.DeepEqual(got, want) {
 		t.Errorf("after the aborts: %q, want %q", got, want)
 	}
 	if got := len(sp.subxacts); got != 1 {
@@ -253,6 +258,70 @@ func TestDispatchStreamedTransactions(t *testing.T) {
 	}
 	if d.stats.SpoolBytes.Load() == 0 || d.stats.Rows.Load() != 7 {
 		t.Errorf("spool bytes %d, rows %d (want 7)", d.stats.SpoolBytes.Load(), d.stats.Rows.Load())
+	}
+}
+
+// PostgreSQL 15 sends no Stream Abort for a subtransaction whose changes it
+// spilled to disk before streaming them: the source's commit log says which
+// subtransactions aborted, and their changes are skipped; a Relation they
+// carried still describes the table.
+func TestDispatchSkipsSubxactsTheSourceAborted(t *testing.T) {
+	d, app := newTestDispatcher(t, 0)
+	var asked [][]uint32
+	d.abortedXids = func(_ context.Context, xids []uint32) ([]uint32, error) {
+		asked = append(asked, xids)
+		return []uint32{501}, nil
+	}
+	rel := ot.Relation(1, "public", "t", 'd', []ot.Column{{Name: "id", TypeOID: 23, Key: true}})
+	ins := func(v string) []byte { return ot.Insert(1, []ot.Value{ot.T(v)}) }
+	for _, m := range [][]byte{
+		ot.StreamStart(600, true), ot.Streamed(600, rel), ot.Streamed(600, ins("no subxacts")), ot.StreamStop(),
+		ot.StreamCommit(600, 0x100, 0x130, 0), // not asked about: no subtransaction
+		ot.StreamStart(500, true), ot.Streamed(500, ins("top")), ot.Streamed(501, rel), ot.Streamed(501, ins("aborted")),
+		ot.Streamed(502, ins("released")), ot.Streamed(500, ins("top again")), ot.StreamStop(),
+		ot.StreamCommit(500, 0x200, 0x230, 0),
+	} {
+		if err := d.handle(context.Background(), m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := []string{"begin 0/100", "I no subxacts", "commit 0/130", "begin 0/200", "I top", "I released", "I top again", "commit 0/230"}
+	if !reflect.DeepEqual(app.trace, want) {
+		t.Errorf("applied %q, want %q", app.trace, want)
+	}
+	if !reflect.DeepEqual(asked, [][]uint32{{501, 502}}) {
+		t.Errorf("asked the source about %v, want [[501 502]]", asked)
+	}
+	if app.relations != 2 {
+		t.Errorf("%d Relations applied, want 2", app.relations)
+	}
+
+	// When the source cannot say, nothing is applied.
+	d.abortedXids = func(context.Context, []uint32) ([]uint32, error) { return nil, errors.New("source gone") }
+	for _, m := range [][]byte{ot.StreamStart(700, true), ot.Streamed(701, ins("x")), ot.StreamStop()} {
+		if err := d.handle(context.Background(), m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := d.handle(context.Background(), ot.StreamCommit(700, 0x300, 0x330, 0)); err == nil || d.pos.Applied() != 0x230 {
+		t.Errorf("commit without the subtransactions' status: %v, position %s", err, d.pos.Applied())
+	}
+}
+
+func TestFullXid(t *testing.T) {
+	for _, tt := range []struct {
+		next uint64
+		xid  uint32
+		want uint64
+	}{
+		{next: 1000, xid: 999, want: 999},
+		{next: 3<<32 | 1000, xid: 999, want: 3<<32 | 999},
+		{next: 3<<32 | 1000, xid: 4000000000, want: 2<<32 | 4000000000}, // before the counter wrapped
+		{next: 3<<32 | 1000, xid: 1000, want: 2<<32 | 1000},
+	} {
+		if got := fullXid(tt.next, tt.xid); got != tt.want {
+			t.Errorf("fullXid(%#x, %d) = %#x, want %#x", tt.next, tt.xid, got, tt.want)
+		}
 	}
 }
 

@@ -59,6 +59,10 @@ type StreamOptions struct {
 	// under os.TempDir() ($TMPDIR). Each session empties it of its spool
 	// files.
 	SpoolDir string
+	// AbortedXids returns those of xids, subtransactions of a streamed
+	// transaction that committed, that the source's commit log records as
+	// aborted (streamed.go says why); nil asks nothing. Run sets it.
+	AbortedXids func(ctx context.Context, xids []uint32) ([]uint32, error)
 }
 
 // Stats counts applied work for progress lines and benchmarks.
@@ -191,7 +195,8 @@ func Stream(ctx context.Context, conn *pgconn.PgConn, start pglogrepl.LSN, app A
 	sem := semaphore.NewWeighted(opts.MaxInflightBytes)
 	stop := make(chan struct{})
 	d := &dispatcher{app: app, pos: pos, stats: opts.Stats, resume: start,
-		queue: queue, sem: sem, maxInflight: opts.MaxInflightBytes, stop: stop, spools: spools, log: opts.Logger}
+		queue: queue, sem: sem, maxInflight: opts.MaxInflightBytes, stop: stop,
+		spools: spools, abortedXids: opts.AbortedXids, log: opts.Logger}
 	pauseQueued := opts.ReadPauseQueued
 	switch {
 	case pauseQueued == 0:

@@ -86,6 +86,14 @@ func (d *dispatcher) spool(msg []byte) error {
 // commits arrive, which is the source's commit order. The applier records
 // the position at its Commit, in the same target transaction, as for any
 // other transaction.
+//
+// The changes of a subtransaction that aborted are skipped even when the
+// source did not send its Stream Abort: PostgreSQL 15.18 sends none for a
+// subtransaction whose changes it spilled to disk before streaming them (a
+// TOASTed value rolled back to a savepoint, scripts and the test
+// TestStreamedLargeValues show it; a native subscription applies them).
+// So when the spool holds subtransactions, the source's commit log is
+// asked which of them aborted (StreamOptions.AbortedXids).
 func (d *dispatcher) streamCommit(ctx context.Context, c pgoutput.StreamCommit) (err error) {
 	sp, err := d.spools.take(c.Xid)
 	if err != nil {
@@ -102,21 +110,30 @@ func (d *dispatcher) streamCommit(ctx context.Context, c pgoutput.StreamCommit) 
 	if appliedBefore(c.CommitLSN, d.resume) {
 		return nil
 	}
+	aborted, err := d.abortedSubxacts(ctx, c, sp)
+	if err != nil {
+		return err
+	}
 	rows := d.stats.Rows.Load()
 	if err := d.begin(ctx, pgoutput.Begin{FinalLSN: c.CommitLSN, Xid: c.Xid}); err != nil {
 		return err
 	}
 	r := spoolReader{f: sp.f}
 	for n := 1; ; n++ {
-		msg, err := r.next()
+		xid, msg, err := r.next()
 		if errors.Is(err, io.EOF) {
 			break
 		}
 		if err != nil {
 			return fmt.Errorf("replay the spool of xid %d committed at %s: %w", c.Xid, c.CommitLSN, err)
 		}
-		if err := d.handleData(ctx, msg); err != nil {
-			return err
+		if _, skip := aborted[xid]; !skip || msg[0] == pgoutput.MsgRelation {
+			// A Relation is applied whichever subtransaction it came in:
+			// the source, which sent no abort, counts it as sent for the
+			// whole transaction and will not send it again.
+			if err := d.handleData(ctx, msg); err != nil {
+				return err
+			}
 		}
 		if len(msg) >= collectAfter {
 			// As for a large message received (dispatcher.run): free it
@@ -135,6 +152,33 @@ func (d *dispatcher) streamCommit(ctx context.Context, c pgoutput.StreamCommit) 
 	d.log.Info("streamed transaction applied", "xid", c.Xid, "commit_lsn", c.CommitLSN.String(),
 		"rows", d.stats.Rows.Load()-rows, "spool_bytes", sp.size)
 	return nil
+}
+
+// abortedSubxacts returns the subtransactions of the spool that the source's
+// commit log records as aborted, and says so in the log when there are any:
+// the source sent their changes without their Stream Abort.
+func (d *dispatcher) abortedSubxacts(ctx context.Context, c pgoutput.StreamCommit, sp *spool) (map[uint32]struct{}, error) {
+	if len(sp.subxacts) == 0 || d.abortedXids == nil {
+		return nil, nil
+	}
+	xids := make([]uint32, len(sp.subxacts))
+	for i, s := range sp.subxacts {
+		xids[i] = s.xid
+	}
+	found, err := d.abortedXids(ctx, xids)
+	if err != nil {
+		return nil, fmt.Errorf("streamed transaction xid %d committed at %s: %w", c.Xid, c.CommitLSN, err)
+	}
+	if len(found) == 0 {
+		return nil, nil
+	}
+	aborted := make(map[uint32]struct{}, len(found))
+	for _, x := range found {
+		aborted[x] = struct{}{}
+	}
+	d.log.Warn("the source sent changes of aborted subtransactions without their Stream Abort: skipping them",
+		"xid", c.Xid, "commit_lsn", c.CommitLSN.String(), "subxacts", len(found))
+	return aborted, nil
 }
 
 // stopping reports whether the reader has ended the session.
