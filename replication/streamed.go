@@ -90,10 +90,11 @@ func (d *dispatcher) spool(msg []byte) error {
 // The changes of a subtransaction that aborted are skipped even when the
 // source did not send its Stream Abort: PostgreSQL 15.18 sends none for a
 // subtransaction whose changes it spilled to disk before streaming them (a
-// TOASTed value rolled back to a savepoint, scripts and the test
-// TestStreamedLargeValues show it; a native subscription applies them).
-// So when the spool holds subtransactions, the source's commit log is
-// asked which of them aborted (StreamOptions.AbortedXids).
+// TOASTed value rolled back to a savepoint: the integration test
+// TestStreamedLargeValues meets it; a native subscription with streaming =
+// on applies such rows). So when the spool holds subtransactions, the
+// source's commit log is asked which of them aborted
+// (StreamOptions.AbortedXids).
 func (d *dispatcher) streamCommit(ctx context.Context, c pgoutput.StreamCommit) (err error) {
 	sp, err := d.spools.take(c.Xid)
 	if err != nil {
