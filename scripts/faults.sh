@@ -117,7 +117,7 @@ done
 verify_ok "after $bootstrap_kills bootstrap kills"
 
 # --- SIGKILLs of run at random moments.
-run_kills=0 kills_in_big=0 kills_after_commit=0
+run_kills=0 kills_in_big=0 kills_after_commit=0 kills_streamed=0
 for i in $(seq 1 "$KILLS"); do
   case $((i % 10)) in
     3) # inside a 300k-row transaction
@@ -127,6 +127,26 @@ for i in $(seq 1 "$KILLS"); do
       wait_for 60 "the bulk transaction on the target" bulk_applying || true
       sleep_ms "$(rand_ms 0 300)"
       kills_in_big=$((kills_in_big + 1)) ;;
+    7) # while a streamed transaction is spooled (still open on the source),
+       # then while the next run applies it: logical_decoding_work_mem at
+       # its minimum makes the source stream it (protocol version 2)
+      psql_src postgres -c "ALTER SYSTEM SET logical_decoding_work_mem = '64kB'" -c "SELECT pg_reload_conf()" >/dev/null
+      "$PGSYNC" -c "$cfg" run >>"$LOG" 2>&1 &
+      pid=$!
+      psql_src $DB -c "BEGIN" -c "INSERT INTO events SELECT 'streamed', g % 5, 'streamed' FROM generate_series(1, 200000) g" \
+        -c "SELECT pg_sleep(3)" -c "COMMIT" >/dev/null &
+      big=$!
+      sleep_ms "$(rand_ms 1000 2500)"
+      kill -9 "$pid" 2>/dev/null || fail "run exited before the kill while spooling"
+      wait "$pid" 2>/dev/null || true
+      run_kills=$((run_kills + 1))
+      wait "$big" || fail "the streamed transaction failed on the source"
+      "$PGSYNC" -c "$cfg" run >>"$LOG" 2>&1 &
+      pid=$!
+      wait_for 60 "the streamed transaction on the target" bulk_applying || true
+      sleep_ms "$(rand_ms 0 300)"
+      psql_src postgres -c "ALTER SYSTEM RESET logical_decoding_work_mem" -c "SELECT pg_reload_conf()" >/dev/null
+      kills_streamed=$((kills_streamed + 1)) ;;
     6|9) # right after a target commit, before the feedback that follows it
       "$PGSYNC" -c "$cfg" run >>"$LOG" 2>&1 &
       pid=$!
@@ -143,7 +163,7 @@ for i in $(seq 1 "$KILLS"); do
   wait "$pid" 2>/dev/null || true
   run_kills=$((run_kills + 1))
 done
-note "run kills: $run_kills ($kills_in_big inside a 300k-row transaction, $kills_after_commit right after a target commit)"
+note "run kills: $run_kills ($kills_in_big inside a 300k-row transaction, $kills_after_commit right after a target commit, $kills_streamed pairs while a streamed transaction was spooled, then applied)"
 verify_ok "after $run_kills run kills"
 
 # --- Server restarts and a frozen target, with run streaming throughout.
@@ -243,6 +263,7 @@ $(env_json),
   "run_kills": $run_kills,
   "run_kills_inside_300k_row_txn": $kills_in_big,
   "run_kills_after_target_commit": $kills_after_commit,
+  "run_kill_pairs_streamed_txn": $kills_streamed,
   "restarts": ["source fast", "source immediate", "target fast", "target immediate"],
   "target_frozen_seconds": 45,
   "second_run_exit": 1,
