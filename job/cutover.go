@@ -98,6 +98,7 @@ func (j *Job) cutover(ctx context.Context, o CutoverOptions, rep *CutoverReport)
 	rep.SourceLSN = goal.String()
 	waitStart := time.Now()
 	deadline := waitStart.Add(o.Timeout)
+	lastSaid := waitStart
 	for {
 		applied, _, err = j.appliedAndHead(ctx)
 		if err != nil {
@@ -110,6 +111,11 @@ func (j *Job) cutover(ctx context.Context, o CutoverOptions, rep *CutoverReport)
 		}
 		if time.Now().After(deadline) {
 			return fmt.Errorf("the target reached %s, not the source's %s, within --timeout %s: %w: is pgsync run running? (pgsync status)", applied, goal, o.Timeout, ErrWaitTimeout)
+		}
+		if time.Since(lastSaid) >= 10*time.Second {
+			j.log.Info("waiting for the target to apply up to the source's position; pgsync run applies it, --timeout ends the wait",
+				"goal", goal.String(), "applied", applied.String(), "waited_s", fmt.Sprintf("%.0f", time.Since(waitStart).Seconds()), "timeout", o.Timeout.String())
+			lastSaid = time.Now()
 		}
 		select {
 		case <-ctx.Done():
