@@ -433,6 +433,30 @@ step is a reader that waits for bytes, not queued messages, before it
 reads again while a backlog remains.
 """)
 
+# tuning.run_procs: run's GOMAXPROCS, 1 against one per core.
+rp = {p.split('/')[-2]: j(p) for p in sorted(glob.glob(f'{R}/experiments/run-procs/*/catchup.json'))}
+if rp:
+    w("""## `run` on one P or on every core (`tuning.run_procs`)
+
+The catch-up (`scripts/catchup-bench.sh`, 5,000 transactions) with
+`BENCH_TUNING` setting `run_procs = 1` (the default) and `run_procs = 0`
+(Go's default, one P per core), interleaved, two runs each
+(`bench-results/experiments/run-procs/`):
+
+| run_procs | run | pgsync s | pgsync CPU s | walsender CPU s | target backend CPU s | native s (same run) |
+|---|---|---|---|---|---|---|""")
+    for name, c in sorted(rp.items(), key=lambda kv: (kv[0].split('-')[1], kv[0])):
+        v, n = name.replace('procs', '').split('-')
+        cpu = c['pgsync']['cpu_seconds']
+        w(f"| {v} | {n} | {c['pgsync']['seconds']:.2f} | {cpu['pgsync']} | {cpu['walsender']} | {cpu['target_backend']} | {c['native']['seconds']:.2f} |")
+    w('')
+    w("""One P is faster and costs pgsync less CPU in both pairs: the reader and
+the applier hand messages to each other, which on one P is a goroutine
+switch and on two a thread wake-up, and the second core stays with the
+servers. It stays the default; `run_procs = 0` (or `GOMAXPROCS`) gives
+`run` every core.
+""")
+
 w('''## Continuous replication (`scripts/bench.sh`, CDC phase)
 
 `pgsync run` while 4 pgbench writers commit transactions of 20 updates + 30
