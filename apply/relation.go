@@ -149,7 +149,9 @@ func newRelation(r *pgoutput.Relation, prev *relation, types map[string]string, 
 		}
 		rel.cols = append(rel.cols, catalog.QuoteIdent(c.Name))
 		rel.types = append(rel.types, typ)
-		rel.textEq = append(rel.textEq, noEquality[c.TypeOID])
+		// The target's type decides: a json column that is jsonb on the
+		// target (a wider type) is matched with jsonb's equality.
+		rel.textEq = append(rel.textEq, noEquality[typ])
 		rel.isKey = append(rel.isKey, c.Key)
 		rel.always = append(rel.always, always[c.Name])
 		rel.anyAlways = rel.anyAlways || always[c.Name]
@@ -427,13 +429,13 @@ func (a *Applier) logger() *slog.Logger {
 	return slog.Default()
 }
 
-// noEquality lists built-in types without a default equality operator: a
-// REPLICA IDENTITY FULL match compares them as text.
-var noEquality = map[uint32]bool{
-	114: true, 199: true, // json, json[]
-	142: true, 143: true, // xml, xml[]
-	600: true, 601: true, 602: true, 603: true, 604: true, 628: true, 718: true, // geometric
-	1017: true, 1018: true, 1019: true, 1020: true, 1027: true, 629: true, 719: true,
+// noEquality lists the built-in types, by the name format_type gives them
+// without a modifier (catalog.Column.BaseType), that have no default
+// equality operator: a REPLICA IDENTITY FULL match compares them as text.
+var noEquality = map[string]bool{
+	"json": true, "json[]": true, "xml": true, "xml[]": true,
+	"point": true, "lseg": true, "path": true, "box": true, "polygon": true, "line": true, "circle": true,
+	"point[]": true, "lseg[]": true, "path[]": true, "box[]": true, "polygon[]": true, "line[]": true, "circle[]": true,
 }
 
 // checkValues refuses rows pgsync cannot express: an INSERT with an
