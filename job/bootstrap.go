@@ -251,23 +251,35 @@ func (j *Job) Bootstrap(ctx context.Context, force bool, progress *snapshot.Prog
 		for _, t := range toCopy {
 			byName[t.String()] = [2]string{t.Schema, t.Name}
 		}
+		// A table's keys are built as soon as its copy commits, while the
+		// others copy (keyBuilder), so that a rerun keeps them too.
+		keys := j.startKeyBuilder(ctx, objects, postData)
 		var mu sync.Mutex
 		copied := func(r snapshot.TableResult) error {
 			mu.Lock()
 			defer mu.Unlock()
-			return apply.MarkTables(ctx, j.tgt, j.opts.Job, [][2]string{byName[r.Table]}, apply.TableReady, slot.ConsistentPoint)
+			if err := apply.MarkTables(ctx, j.tgt, j.opts.Job, [][2]string{byName[r.Table]}, apply.TableReady, slot.ConsistentPoint); err != nil {
+				return err
+			}
+			keys.add(r.Table)
+			return nil
 		}
-		results, built, failed, err := j.copyAndBuild(ctx, slot, toCopy, objects, progress, copied, "rerun pgsync bootstrap to resume")
+		results, _, _, err := j.copyAndBuild(ctx, slot, toCopy, nil, progress, copied, "rerun pgsync bootstrap to resume")
+		early := keys.wait()
+		if err != nil {
+			return nil, err
+		}
+		built, failed, err := j.buildObjects(ctx, remaining(objects, early), early, "rerun pgsync bootstrap to resume")
 		if err != nil {
 			return nil, err
 		}
 		rep.Results, rep.Built, rep.Failed = results, len(built), failed
 	} else if len(objects) > 0 {
-		built, err := snapshot.BuildObjects(ctx, j.opts.TargetURL, j.opts.MaxParallelCopies, objects)
+		built, failed, err := j.buildObjects(ctx, objects, nil, "rerun pgsync bootstrap to resume")
 		if err != nil {
-			return nil, fmt.Errorf("create indexes and constraints (rerun pgsync bootstrap to resume): %w", err)
+			return nil, err
 		}
-		rep.Built = len(built)
+		rep.Built, rep.Failed = len(built), failed
 	}
 	if postData {
 		built, failed, err := j.buildPostData(ctx)

@@ -323,15 +323,26 @@ func (j *Job) copyAndBuild(ctx context.Context, slot *replication.Slot, tables [
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("copy (%s): %w", remedy, err)
 	}
+	built, failed, err = j.buildObjects(ctx, objects, nil, remedy)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	return results, built, failed, nil
+}
+
+// buildObjects builds objects on the target, max_parallel_copies at a
+// time, and reports them with those built already (by the key builder):
+// each is logged; failed names the objects not built. A primary key that
+// fails stops the step: run finds rows by key, and without it every UPDATE
+// and DELETE would scan the table.
+func (j *Job) buildObjects(ctx context.Context, objects []catalog.Object, already []snapshot.Built, remedy string) (built []snapshot.Built, failed []string, err error) {
 	built, err = snapshot.BuildObjects(ctx, j.opts.TargetURL, j.opts.MaxParallelCopies, objects)
 	if err != nil {
-		return nil, nil, nil, fmt.Errorf("create indexes and constraints (%s): %w", remedy, err)
+		return nil, nil, fmt.Errorf("create indexes and constraints (%s): %w", remedy, err)
 	}
 	for _, b := range built {
 		if b.Err != nil && b.Object.Kind == "primary key" {
-			// run finds rows by key: without it every UPDATE and DELETE
-			// would scan the table.
-			return nil, nil, nil, fmt.Errorf("%w (%s)", b.Err, remedy)
+			return nil, nil, fmt.Errorf("%w (%s)", b.Err, remedy)
 		}
 		if b.Err != nil {
 			j.log.Warn("not created", "object", b.Object.String(), "err", b.Err)
@@ -340,5 +351,8 @@ func (j *Job) copyAndBuild(ctx context.Context, slot *replication.Slot, tables [
 		}
 		j.log.Info("created", "object", b.Object.String(), "seconds", fmt.Sprintf("%.2f", b.Elapsed.Seconds()))
 	}
-	return results, built, failed, nil
+	for _, b := range already {
+		j.log.Info("created", "object", b.Object.String(), "seconds", fmt.Sprintf("%.2f", b.Elapsed.Seconds()), "while_copying", true)
+	}
+	return append(built, already...), failed, nil
 }

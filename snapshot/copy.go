@@ -151,6 +151,20 @@ type tableCopy struct {
 	started   time.Time
 	progress  *tableProgress // its rows and bytes, summed over the parts
 	binary    bool           // COPY in binary format (layout.binary)
+	// release ends the table's autovacuum hold (holdOffAutovacuum), taken
+	// when its first part starts; once ends it when the last part is
+	// copied, or when Copy returns.
+	release func()
+	once    sync.Once
+}
+
+// endHold ends the table's autovacuum hold, once.
+func (tc *tableCopy) endHold() {
+	tc.once.Do(func() {
+		if tc.release != nil {
+			tc.release()
+		}
+	})
 }
 
 func (tc *tableCopy) format() string {
@@ -322,13 +336,16 @@ func readWidened(ctx context.Context, dst *pgx.Conn, tables []*catalog.Table, ti
 // the snapshot before reading anything; a stream that cannot import it fails
 // the copy rather than reading another point in time. Each table, or each
 // range of a table's blocks, is filled in one target transaction
-// (copyPartOf). While the copy runs, autovacuum is held off the target
-// tables (holdOffAutovacuum); the hold ends when Copy returns.
+// (copyPartOf). While a table is being copied, autovacuum is held off it
+// (holdOffAutovacuum); the hold ends as soon as the table's last part is
+// copied, so that its indexes can be built while other tables copy
+// (Options.Copied), and in any case when Copy returns.
 func Copy(ctx context.Context, opts Options, tables []catalog.Table) ([]TableResult, error) {
 	log := opts.Logger
 	if log == nil {
 		log = slog.Default()
 	}
+	opts.Logger = log
 	if opts.Progress == nil {
 		opts.Progress = &Progress{}
 	}
@@ -337,8 +354,11 @@ func Copy(ctx context.Context, opts Options, tables []catalog.Table) ([]TableRes
 	if err != nil {
 		return nil, err
 	}
-	release := holdOffAutovacuum(ctx, opts.TargetURL, tables, log)
-	defer release()
+	defer func() {
+		for _, p := range parts {
+			p.table.endHold()
+		}
+	}()
 	work := make(chan copyPart, len(parts))
 	for _, p := range parts {
 		work <- p
@@ -388,8 +408,8 @@ func Copy(ctx context.Context, opts Options, tables []catalog.Table) ([]TableRes
 	return results, err
 }
 
-// holdOffAutovacuum keeps autovacuum away from the target tables while
-// they are being filled: one session holds SHARE UPDATE EXCLUSIVE on them,
+// holdOffAutovacuum keeps autovacuum away from target tables while they
+// are being filled: one session holds SHARE UPDATE EXCLUSIVE on them,
 // which COPY's ROW EXCLUSIVE does not conflict with, and autovacuum skips
 // a table it cannot lock at once (except to prevent wraparound, which a
 // table just filled does not need). Without it, autovacuum starts on a
@@ -466,11 +486,13 @@ func copyStream(ctx context.Context, opts Options, work <-chan copyPart, importe
 		tc.began.Do(func() {
 			tc.started = time.Now()
 			tc.progress = opts.Progress.start(tc.t.String())
+			tc.release = holdOffAutovacuum(ctx, opts.TargetURL, []catalog.Table{*tc.t}, opts.Logger)
 		})
 		if err := copyPartOf(ctx, opts, tx.Conn(), dst, p); err != nil {
 			return err
 		}
 		if tc.remaining.Add(-1) == 0 {
+			tc.endHold()
 			opts.Progress.finish(tc.progress)
 			opts.Progress.TablesDone.Add(1)
 			if err := done(TableResult{Table: tc.t.String(), Rows: tc.progress.rows.Load(), Bytes: tc.progress.bytes.Load(), Duration: time.Since(tc.started), Parts: tc.parts, Format: tc.format()}); err != nil {
