@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -27,6 +28,9 @@ type keyBuilder struct {
 	postData bool             // pg_dump's recorded post-data objects instead
 	tables   chan string      // tables whose copy committed, schema.name
 	done     chan struct{}
+	// stopped is set when the copy ends: what is still queued is built
+	// after it, max_parallel_copies at a time, not one by one here.
+	stopped atomic.Bool
 
 	mu    sync.Mutex
 	built []snapshot.Built // the built-in creator's objects it built
@@ -39,8 +43,8 @@ func (j *Job) startKeyBuilder(ctx context.Context, objects []catalog.Object, pos
 	go func() {
 		defer close(kb.done)
 		for table := range kb.tables {
-			if ctx.Err() != nil {
-				continue // drain: the copy is failing anyway
+			if ctx.Err() != nil || kb.stopped.Load() {
+				continue // drain: built after the copy, or failing anyway
 			}
 			kb.build(ctx, table)
 		}
@@ -59,6 +63,7 @@ func (kb *keyBuilder) add(table string) {
 // wait stops the builder and returns the built-in creator's objects it
 // built; the caller builds the others.
 func (kb *keyBuilder) wait() []snapshot.Built {
+	kb.stopped.Store(true)
 	close(kb.tables)
 	<-kb.done
 	return kb.built
@@ -66,7 +71,7 @@ func (kb *keyBuilder) wait() []snapshot.Built {
 
 func (kb *keyBuilder) build(ctx context.Context, table string) {
 	if kb.postData {
-		kb.j.buildPostDataOf(ctx, table)
+		kb.j.buildPostDataOf(ctx, table, &kb.stopped)
 		return
 	}
 	var objs []catalog.Object
@@ -75,20 +80,18 @@ func (kb *keyBuilder) build(ctx context.Context, table string) {
 			objs = append(objs, o)
 		}
 	}
-	if len(objs) == 0 {
-		return
-	}
-	built, err := snapshot.BuildObjects(ctx, kb.j.opts.TargetURL, 1, objs)
-	if err != nil {
-		return // what failed to run is built, or reported, after the copy
-	}
-	kb.mu.Lock()
-	for _, b := range built {
-		if b.Err == nil { // a failure is built, and reported, after the copy
-			kb.built = append(kb.built, b)
+	for _, o := range objs {
+		if kb.stopped.Load() {
+			return
 		}
+		built, err := snapshot.BuildObjects(ctx, kb.j.opts.TargetURL, 1, []catalog.Object{o})
+		if err != nil || built[0].Err != nil {
+			continue // built again, and reported, after the copy
+		}
+		kb.mu.Lock()
+		kb.built = append(kb.built, built[0])
+		kb.mu.Unlock()
 	}
-	kb.mu.Unlock()
 }
 
 // remaining returns the objects of all that the builder did not build.
@@ -128,7 +131,7 @@ func postDataTable(sql string) string {
 // buildPostDataOf builds the recorded first-phase post-data objects of
 // table, each marked built as it is. A failure is left for the build after
 // the copy, which reports it.
-func (j *Job) buildPostDataOf(ctx context.Context, table string) {
+func (j *Job) buildPostDataOf(ctx context.Context, table string, stopped *atomic.Bool) {
 	conn, err := pgconnect.Connect(ctx, "target", j.opts.TargetURL)
 	if err != nil {
 		return
@@ -160,6 +163,9 @@ func (j *Job) buildPostDataOf(ctx context.Context, table string) {
 	for _, it := range items {
 		if postDataTable(it.sql) != table {
 			continue
+		}
+		if stopped.Load() {
+			return
 		}
 		began := time.Now()
 		if _, err := conn.Exec(ctx, it.sql); err != nil {
