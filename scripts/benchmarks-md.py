@@ -438,9 +438,14 @@ one, for the same backlog: the same work done in many more, smaller pieces
 proxy reads eagerly; pgsync's reader then wakes for each small chunk,
 and its lazy read only waits while 1024 messages are queued). On two
 cores shared with both servers and the proxy, that CPU is the time.
-Native's runs vary too (2.85-8.20 s). Not fixed in this run: the next
-step is a reader that waits for bytes, not queued messages, before it
-reads again while a backlog remains.
+Native's runs vary too (2.85-8.20 s), and its slow ones show the same
+sign: walsender CPU 1.9-2.3 s against 0.9 s. Tried once, not kept: a
+commit that waits up to 1 ms for the next transaction before committing
+its group alone (`RUNS=1 scripts/rtt-bench.sh` with it: pgsync 8.70,
+2.61, 2.64 s at 0, 2 and 10 ms, native 5.99, 2.85, 7.62 s in the same
+runs); one run per round trip cannot tell it from the two modes. The
+next step is to find what switches a run into the slow mode (it changes
+the walsender's CPU for native too) before changing the reader.
 """)
 
 # tuning.run_procs: run's GOMAXPROCS, 1 against one per core.
