@@ -68,12 +68,17 @@ func (n *nativeSubscriber) exec(sql string) {
 }
 
 // subscribe publishes tables (a FOR TABLE list) on e's source, subscribes
-// to them and waits for the initial copy of every table.
-func (n *nativeSubscriber) subscribe(e *env, tables string) {
+// to them (with the subscription options with, e.g. "streaming = on", when
+// not empty) and waits for the initial copy of every table.
+func (n *nativeSubscriber) subscribe(e *env, tables, with string) {
 	n.t.Helper()
 	e.srcExec("CREATE PUBLICATION native_pub FOR TABLE " + tables)
-	n.exec(fmt.Sprintf("CREATE SUBSCRIPTION %s CONNECTION 'host=127.0.0.1 port=%s dbname=%s user=postgres' PUBLICATION native_pub",
-		n.sub, sourcePort, e.db))
+	sql := fmt.Sprintf("CREATE SUBSCRIPTION %s CONNECTION 'host=127.0.0.1 port=%s dbname=%s user=postgres' PUBLICATION native_pub",
+		n.sub, sourcePort, e.db)
+	if with != "" {
+		sql += " WITH (" + with + ")"
+	}
+	n.exec(sql)
 	eventually(n.t, 60*time.Second, "the native initial copy", func() bool {
 		return queryOne[bool](n.t, n.conn, "SELECT count(*) FILTER (WHERE srsubstate = 'r') = count(*) AND count(*) > 0 FROM pg_subscription_rel")
 	})
@@ -153,7 +158,7 @@ func TestReplicaTriggerSkipsLikeNative(t *testing.T) {
 CREATE TABLE ledger (id int PRIMARY KEY, amount int);
 INSERT INTO acct SELECT g, g, 'n' || g FROM generate_series(1, 300) g;`, "")
 	native := newNativeSubscriber(e, "")
-	native.subscribe(e, "acct, ledger")
+	native.subscribe(e, "acct, ledger", "")
 	e.mustPgsync("bootstrap")
 	addr := freeAddr(t)
 	bg := e.start("run", "--metrics-addr", addr)
@@ -254,7 +259,7 @@ CREATE TABLE ev_2026 PARTITION OF ev FOR VALUES FROM ('2026-01-01') TO ('2027-01
 CREATE TABLE plain (id int PRIMARY KEY);
 CREATE TABLE plain_extra (note text) INHERITS (plain);`
 	native := newNativeSubscriber(e, targetSQL)
-	native.subscribe(e, "meas, ev, plain")
+	native.subscribe(e, "meas, ev, plain", "")
 	e.tgtExec(targetSQL)
 	e.mustPgsync("bootstrap")
 	// After the copies, which go into empty tables only.
@@ -309,7 +314,7 @@ INSERT INTO full_mix SELECT mix(g, 'f'), g FROM generate_series(1, 50) g;`
 func TestNestedCompositeKeyLikeNative(t *testing.T) {
 	e := newEnv(t, nestedCompositeDDL, "")
 	native := newNativeSubscriber(e, "")
-	native.subscribe(e, "t, one, full_mix")
+	native.subscribe(e, "t, one, full_mix", "")
 	e.mustPgsync("bootstrap")
 	for _, sql := range []string{
 		`INSERT INTO t VALUES (mix(1000, 'single'), NULL)`,

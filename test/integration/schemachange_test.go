@@ -1,8 +1,6 @@
 package integration
 
 import (
-	"context"
-	"fmt"
 	"regexp"
 	"strings"
 	"testing"
@@ -117,35 +115,9 @@ func (e *env) sameGenerated() {
 // same sequence stops at the first missing column.
 func TestSchemaChangeAddColumns(t *testing.T) {
 	e := newEnv(t, schemaChangeDDL, "add_columns = true\n")
-	nativeDB := e.db + "_native"
-	admin := mustConnect(t, adminURL(targetPort))
-	defer admin.Close(context.Background())
-	for _, sql := range []string{"DROP DATABASE IF EXISTS " + nativeDB + " WITH (FORCE)", "CREATE DATABASE " + nativeDB} {
-		if _, err := admin.Exec(context.Background(), sql); err != nil {
-			t.Fatal(err)
-		}
-	}
-	e.dumpSchema(nativeDB)
-	native := mustConnect(t, fmt.Sprintf("postgres://postgres@127.0.0.1:%s/%s?sslmode=disable", targetPort, nativeDB))
-	sub := "native_" + e.db
-	t.Cleanup(func() {
-		ctx := context.Background()
-		_, _ = native.Exec(ctx, "DROP SUBSCRIPTION IF EXISTS "+sub)
-		native.Close(ctx)
-		if a, err := mustConnectErr(adminURL(targetPort)); err == nil {
-			_, _ = a.Exec(ctx, "DROP DATABASE IF EXISTS "+nativeDB+" WITH (FORCE)")
-			a.Close(ctx)
-		}
-	})
-	e.srcExec("CREATE PUBLICATION " + sub + " FOR TABLE dd, gg")
-	if _, err := native.Exec(context.Background(), fmt.Sprintf(
-		"CREATE SUBSCRIPTION %s CONNECTION 'host=127.0.0.1 port=%s dbname=%s user=postgres' PUBLICATION %s", sub, sourcePort, e.db, sub)); err != nil {
-		t.Fatal(err)
-	}
+	native := newNativeSubscriber(e, "") // the source's schema
+	native.subscribe(e, "dd, gg", "")
 	e.mustPgsync("bootstrap")
-	eventually(t, 60*time.Second, "the native initial copy", func() bool {
-		return queryOne[bool](t, native, "SELECT count(*) FILTER (WHERE srsubstate = 'r') = 2 FROM pg_subscription_rel")
-	})
 
 	var log strings.Builder
 	for i, step := range schemaChangeSteps {
@@ -195,9 +167,9 @@ func TestSchemaChangeAddColumns(t *testing.T) {
 	// Native stops at the first missing column: its worker errors and
 	// retries, and the row written after the ALTER never arrives.
 	eventually(t, 60*time.Second, "the native worker's error", func() bool {
-		return queryOne[int64](t, native, "SELECT coalesce(sum(apply_error_count), 0) FROM pg_stat_subscription_stats WHERE subname = $1", sub) > 0
+		return queryOne[int64](t, native.conn, "SELECT coalesce(sum(apply_error_count), 0) FROM pg_stat_subscription_stats WHERE subname = $1", native.sub) > 0
 	})
-	if n := queryOne[int](t, native, "SELECT count(*) FROM dd WHERE id > 100"); n != 0 {
+	if n := queryOne[int](t, native.conn, "SELECT count(*) FROM dd WHERE id > 100"); n != 0 {
 		t.Errorf("the native subscriber applied %d rows written after the ALTER", n)
 	}
 }

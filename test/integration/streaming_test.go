@@ -306,39 +306,12 @@ CREATE TABLE marker (id int PRIMARY KEY);
 CREATE TABLE nokey (a int, b text);
 ALTER TABLE nokey REPLICA IDENTITY FULL;`, "")
 	lowDecodingMemory(t)
-	nativeDB := e.db + "_native"
-	admin := mustConnect(t, adminURL(targetPort))
-	defer admin.Close(context.Background())
-	for _, sql := range []string{"DROP DATABASE IF EXISTS " + nativeDB + " WITH (FORCE)", "CREATE DATABASE " + nativeDB} {
-		if _, err := admin.Exec(context.Background(), sql); err != nil {
-			t.Fatal(err)
-		}
-	}
-	nativeURL := fmt.Sprintf("postgres://postgres@127.0.0.1:%s/%s?sslmode=disable", targetPort, nativeDB)
+	native := newNativeSubscriber(e, "") // the source's schema
 	e.dumpSchema(e.db)
-	e.dumpSchema(nativeDB)
-	native := mustConnect(t, nativeURL)
-	t.Cleanup(func() {
-		ctx := context.Background()
-		_, _ = native.Exec(ctx, "DROP SUBSCRIPTION IF EXISTS native_stream_sub")
-		native.Close(ctx)
-		if a, err := mustConnectErr(adminURL(targetPort)); err == nil {
-			_, _ = a.Exec(ctx, "DROP DATABASE IF EXISTS "+nativeDB+" WITH (FORCE)")
-			a.Close(ctx)
-		}
-	})
-	e.srcExec("CREATE PUBLICATION native_stream_pub FOR TABLE bulk, small, marker, nokey")
-	if _, err := native.Exec(context.Background(), fmt.Sprintf(
-		"CREATE SUBSCRIPTION native_stream_sub CONNECTION 'host=127.0.0.1 port=%s dbname=%s user=postgres' PUBLICATION native_stream_pub WITH (streaming = on)",
-		sourcePort, e.db)); err != nil {
-		t.Fatal(err)
-	}
+	native.subscribe(e, "bulk, small, marker, nokey", "streaming = on")
 	e.mustPgsync("bootstrap")
-	eventually(t, 60*time.Second, "the native initial copy", func() bool {
-		return queryOne[bool](t, native, "SELECT count(*) FILTER (WHERE srsubstate = 'r') = count(*) AND count(*) > 0 FROM pg_subscription_rel")
-	})
 	arrivalTriggers(t, e.tgtURL, "small", "marker")
-	arrivalTriggers(t, nativeURL, "small", "marker")
+	arrivalTriggers(t, native.url, "small", "marker")
 	bg := e.start("run")
 
 	// A streamed transaction with a savepoint rolled back, updates and
@@ -373,7 +346,7 @@ ALTER TABLE nokey REPLICA IDENTITY FULL;`, "")
 		var pgsyncAt, nativeAt string
 		row := e.src.QueryRow(context.Background(), `SELECT
   coalesce((SELECT confirmed_flush_lsn::text FROM pg_replication_slots WHERE slot_name = $1), '0/0'),
-  coalesce((SELECT confirmed_flush_lsn::text FROM pg_replication_slots WHERE slot_name = 'native_stream_sub'), '0/0')`, "pgsync_"+e.job)
+  coalesce((SELECT confirmed_flush_lsn::text FROM pg_replication_slots WHERE slot_name = $2), '0/0')`, "pgsync_"+e.job, native.sub)
 		if err := row.Scan(&pgsyncAt, &nativeAt); err != nil {
 			t.Fatal(err)
 		}
@@ -384,15 +357,11 @@ ALTER TABLE nokey REPLICA IDENTITY FULL;`, "")
 		t.Errorf("run reported errors:\n%s", log)
 	}
 	e.mustVerify()
-	for _, table := range []string{"bulk", "small", "marker", "nokey"} {
-		if got, want := tableDigest(t, e.tgtURL, table), tableDigest(t, nativeURL, table); got != want {
-			t.Errorf("%s: pgsync's target has %s, the native subscription's %s", table, got, want)
-		}
-	}
-	if got, want := arrivals(t, e.tgtURL), arrivals(t, nativeURL); got != want {
+	native.sameAsNative(e, "bulk", "small", "marker", "nokey")
+	if got, want := arrivals(t, e.tgtURL), arrivals(t, native.url); got != want {
 		t.Errorf("commit order: pgsync %s, native %s", got, want)
 	}
-	for _, slot := range []string{"pgsync_" + e.job, "native_stream_sub"} {
+	for _, slot := range []string{"pgsync_" + e.job, native.sub} {
 		if n := streamedTxns(t, e, slot); n == 0 {
 			t.Errorf("slot %s: the source streamed no transaction", slot)
 		}

@@ -3,7 +3,6 @@ package integration
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -170,17 +169,9 @@ var widenWrites = []string{
 // values are read in.
 func TestWidenedTypesMatchNative(t *testing.T) {
 	e := newEnv(t, widenSourceDDL, "")
-	nativeURL := e.nativeTarget(t, widenTargetDDL)
+	native := newNativeSubscriber(e, widenTargetDDL)
 	e.tgtExec(widenTargetDDL)
-
-	e.srcExec("CREATE PUBLICATION native_pub FOR TABLE w, wf, wm")
-	native := mustConnect(t, nativeURL)
-	defer native.Close(context.Background())
-	if _, err := native.Exec(context.Background(), fmt.Sprintf(
-		"CREATE SUBSCRIPTION native_sub CONNECTION 'host=127.0.0.1 port=%s dbname=%s user=postgres' PUBLICATION native_pub",
-		sourcePort, e.db)); err != nil {
-		t.Fatal(err)
-	}
+	native.subscribe(e, "w, wf, wm", "")
 	r := e.mustPgsync("bootstrap")
 	if !regexp.MustCompile(`level=WARN .*column=ts .*time_zone=UTC`).MatchString(r.stderr) {
 		t.Errorf("bootstrap does not warn about the time zone of timestamp to timestamptz:\n%s", r.stderr)
@@ -190,11 +181,8 @@ func TestWidenedTypesMatchNative(t *testing.T) {
 			t.Errorf("%s not copied in %s format:\n%s", table, format, r.stderr)
 		}
 	}
-	eventually(t, 60*time.Second, "the native initial copy", func() bool {
-		return queryOne[bool](t, native, "SELECT count(*) FILTER (WHERE srsubstate = 'r') = count(*) AND count(*) > 0 FROM pg_subscription_rel")
-	})
 	e.mustVerify()
-	e.compareWithNative(t, nativeURL, "w", "wf", "wm")
+	native.sameAsNative(e, "w", "wf", "wm")
 	// What the target holds: char(n)'s padding kept in text and widened in
 	// char(6), as native keeps it; json normalized by jsonb; an int given
 	// the numeric's scale.
@@ -209,9 +197,9 @@ func TestWidenedTypesMatchNative(t *testing.T) {
 		e.srcExec(sql)
 	}
 	e.catchUp()
-	e.waitForNative(t)
+	native.caughtUp(e)
 	e.mustVerify()
-	e.compareWithNative(t, nativeURL, "w", "wf", "wm")
+	native.sameAsNative(e, "w", "wf", "wm")
 	if got := queryOne[string](t, e.tgt, "SELECT concat_ws('|', ch, ch2) FROM w WHERE id = 1"); got != "z   |yy    " {
 		t.Errorf("row 1 on the target after its update: %q", got)
 	}
@@ -227,24 +215,17 @@ func TestWidenedFullIdentityJSON(t *testing.T) {
 ALTER TABLE wj REPLICA IDENTITY FULL;
 INSERT INTO wj VALUES ('{"k":  1}', 'a'), ('{"k":  2}', 'b');`, "")
 	ddl := "CREATE TABLE wj (doc jsonb, note text)"
-	nativeURL := e.nativeTarget(t, ddl)
+	native := newNativeSubscriber(e, ddl)
 	e.tgtExec(ddl)
-	e.srcExec("CREATE PUBLICATION native_pub FOR TABLE wj")
-	native := mustConnect(t, nativeURL)
-	defer native.Close(context.Background())
-	if _, err := native.Exec(context.Background(), fmt.Sprintf(
-		"CREATE SUBSCRIPTION native_sub CONNECTION 'host=127.0.0.1 port=%s dbname=%s user=postgres' PUBLICATION native_pub",
-		sourcePort, e.db)); err != nil {
-		t.Fatal(err)
-	}
+	native.subscribe(e, "wj", "")
 	e.mustPgsync("bootstrap")
 	e.srcExec(`INSERT INTO wj VALUES ('{"k": 3,   "a": []}', 'c')`)
 	e.srcExec(`UPDATE wj SET note = 'd' WHERE doc::text = '{"k":  1}'`)
 	e.srcExec(`DELETE FROM wj WHERE doc::text = '{"k":  2}'`)
 	e.catchUp()
-	e.waitForNative(t)
+	native.caughtUp(e)
 	e.mustVerify()
-	e.compareWithNative(t, nativeURL, "wj")
+	native.sameAsNative(e, "wj")
 }
 
 // TestNarrowingTargetRefused: a target column that cannot hold every value
@@ -268,60 +249,5 @@ func TestNarrowingTargetRefused(t *testing.T) {
 	}
 	if n := queryOne[int](t, e.src, "SELECT count(*) FROM pg_replication_slots WHERE slot_name = $1", "pgsync_"+e.job); n != 0 {
 		t.Error("a slot was created although bootstrap refused the target")
-	}
-}
-
-// nativeTarget creates a second target database on the target server,
-// runs ddl in it and returns its url; the test's cleanup drops its
-// subscription (native_sub) and the database.
-func (e *env) nativeTarget(t *testing.T, ddl string) string {
-	t.Helper()
-	db := e.db + "_native"
-	admin := mustConnect(t, adminURL(targetPort))
-	defer admin.Close(context.Background())
-	for _, sql := range []string{"DROP DATABASE IF EXISTS " + db + " WITH (FORCE)", "CREATE DATABASE " + db} {
-		if _, err := admin.Exec(context.Background(), sql); err != nil {
-			t.Fatal(err)
-		}
-	}
-	url := fmt.Sprintf("postgres://postgres@127.0.0.1:%s/%s?sslmode=disable", targetPort, db)
-	t.Cleanup(func() {
-		ctx := context.Background()
-		if c, err := mustConnectErr(url); err == nil {
-			_, _ = c.Exec(ctx, "DROP SUBSCRIPTION IF EXISTS native_sub")
-			c.Close(ctx)
-		}
-		if a, err := mustConnectErr(adminURL(targetPort)); err == nil {
-			_, _ = a.Exec(ctx, "DROP DATABASE IF EXISTS "+db+" WITH (FORCE)")
-			a.Close(ctx)
-		}
-	})
-	c := mustConnect(t, url)
-	defer c.Close(context.Background())
-	if _, err := c.Exec(context.Background(), ddl); err != nil {
-		t.Fatalf("native target: %v", err)
-	}
-	return url
-}
-
-// waitForNative waits until the native subscription has confirmed the
-// source's current WAL position.
-func (e *env) waitForNative(t *testing.T) {
-	t.Helper()
-	head := queryOne[string](t, e.src, "SELECT pg_current_wal_lsn()::text")
-	eventually(t, 60*time.Second, "the native subscription to reach "+head, func() bool {
-		at := queryOne[string](t, e.src, "SELECT coalesce((SELECT confirmed_flush_lsn::text FROM pg_replication_slots WHERE slot_name = 'native_sub'), '0/0')")
-		return !lsnLess(at, head)
-	})
-}
-
-// compareWithNative requires the same rows in pgsync's target as in the
-// native subscription's.
-func (e *env) compareWithNative(t *testing.T, nativeURL string, tables ...string) {
-	t.Helper()
-	for _, table := range tables {
-		if got, want := tableDigest(t, e.tgtURL, table), tableDigest(t, nativeURL, table); got != want {
-			t.Errorf("%s: pgsync's target has %s, the native subscription's %s", table, got, want)
-		}
 	}
 }
