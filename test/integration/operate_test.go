@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"math/rand"
-	"net"
 	"net/http"
 	"os"
 	"strconv"
@@ -313,12 +312,7 @@ INSERT INTO orders (v) SELECT g FROM generate_series(1, 100) g;`, "")
 func TestMetricsEndpoint(t *testing.T) {
 	e := newEnv(t, "CREATE TABLE m (id serial PRIMARY KEY, v int);", "")
 	e.mustPgsync("bootstrap")
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
+	addr := freeAddr(t)
 	bg := e.start("run", "--metrics-addr", addr)
 	defer bg.kill9(t)
 

@@ -2,7 +2,6 @@ package integration
 
 import (
 	"io"
-	"net"
 	"net/http"
 	"strconv"
 	"strings"
@@ -21,12 +20,7 @@ import (
 func TestSilentSourceReconnects(t *testing.T) {
 	e := newEnv(t, "CREATE TABLE w (id int PRIMARY KEY, pad text);", "[tuning]\nwal_receiver_timeout = \"5s\"\n")
 	e.mustPgsync("bootstrap")
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
+	addr := freeAddr(t)
 	bg := e.start("run", "--metrics-addr", addr)
 	e.srcExec("INSERT INTO w SELECT g, 'a' FROM generate_series(1, 100) g")
 	eventually(t, 30*time.Second, "the first rows on the target", func() bool { return queryOne[int](t, e.tgt, "SELECT count(*) FROM w") == 100 })
