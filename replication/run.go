@@ -149,7 +149,7 @@ func runSession(ctx context.Context, opts RunOptions, openTarget func(context.Co
 		defer cancel()
 		_ = conn.Close(cctx)
 	}()
-	if err := awaitSlot(ctx, conn, opts.Names, attempt > 0); err != nil {
+	if err := awaitSlot(ctx, conn, opts.Names, attempt > 0, opts.Logger); err != nil {
 		return err
 	}
 	*streamed = true

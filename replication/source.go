@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strconv"
 	"strings"
 	"time"
@@ -173,9 +174,11 @@ const slotReleaseWait = 60 * time.Second
 // active slot is an error at once: another pgsync runs the job. When
 // reconnecting, the walsender of the lost connection may still hold it for
 // a while; awaitSlot waits for it up to slotReleaseWait.
-func awaitSlot(ctx context.Context, conn *pgconn.PgConn, n Names, reconnecting bool) error {
+func awaitSlot(ctx context.Context, conn *pgconn.PgConn, n Names, reconnecting bool, log *slog.Logger) error {
 	sql := "SELECT coalesce(active_pid, 0)::text, coalesce(wal_status, '') FROM pg_replication_slots WHERE slot_name = " + quoteLiteral(n.Slot)
-	deadline := time.Now().Add(slotReleaseWait)
+	began := time.Now()
+	deadline := began.Add(slotReleaseWait)
+	var lastSaid time.Time
 	for {
 		rows, err := conn.Exec(ctx, sql).ReadAll()
 		if err != nil {
@@ -194,6 +197,11 @@ func awaitSlot(ctx context.Context, conn *pgconn.PgConn, n Names, reconnecting b
 		}
 		if !reconnecting || time.Now().After(deadline) {
 			return fmt.Errorf("job %s: %w: walsender PID %s on the source streams from slot %s", n.Job, ErrSlotActive, pid, n.Slot)
+		}
+		if log != nil && time.Since(began) >= 5*time.Second && time.Since(lastSaid) >= 10*time.Second {
+			log.Info("waiting for the source to release the slot: the walsender of the lost connection still holds it; pg_terminate_backend(pid) on the source ends the wait, run gives up after "+slotReleaseWait.String(),
+				"slot", n.Slot, "walsender_pid", pid, "waited_s", fmt.Sprintf("%.0f", time.Since(began).Seconds()))
+			lastSaid = time.Now()
 		}
 		select {
 		case <-ctx.Done():
