@@ -59,6 +59,11 @@ type Options struct {
 	// type the target's column cannot hold widen that column; without it,
 	// both stop with the statement that would.
 	AddColumns bool
+	// Connect opens another target connection as run's own: with it, a
+	// transaction the source streams is applied as it arrives, by a second
+	// Applier (OpenStreamed, tuning.apply_streamed); nil applies it at its
+	// commit, from its spool.
+	Connect func(ctx context.Context) (*pgx.Conn, error)
 }
 
 // selected says whether the job's configuration still names a table.
@@ -114,6 +119,13 @@ type Applier struct {
 	timeBuf    []byte
 	sourceLSN  pglogrepl.LSN // commit LSN of the source transaction being applied
 	skips      []*relation   // relations with rows a trigger skipped in the open group (skip.go)
+
+	// streamed: this Applier applies one streamed transaction as it
+	// arrives (streamed.go); its rows are counted at its commit, and a
+	// change it cannot apply before the commit LSN is known fails with
+	// ErrAppliedAtCommit. stopWatch ends its lock watch.
+	streamed  bool
+	stopWatch func()
 }
 
 // New returns an Applier writing through conn, which it owns from now on.
@@ -165,6 +177,10 @@ func (a *Applier) Change(ctx context.Context, c *pgoutput.Change) error {
 	if rel == nil {
 		return a.fail(ctx, fmt.Errorf("change at %s: relation %d was never described by the source", a.sourceLSN, c.RelationID))
 	}
+	if a.streamed && a.sourceLSN < rel.copiedAt {
+		// sourceLSN is only a lower bound of the commit LSN yet.
+		return a.fail(ctx, notAsArrived("%s was copied at %s, after %s", rel.src, rel.copiedAt, a.sourceLSN))
+	}
 	if a.sourceLSN < rel.copiedAt {
 		return nil // in the copy add-tables took (the skip rule, per table)
 	}
@@ -176,7 +192,11 @@ func (a *Applier) Change(ctx context.Context, c *pgoutput.Change) error {
 	}
 	a.groupRows++
 	if rel.counted != nil {
-		rel.counted[rowOpIndex(c.Op)].Inc()
+		if a.streamed {
+			rel.uncounted[rowOpIndex(c.Op)]++
+		} else {
+			rel.counted[rowOpIndex(c.Op)].Inc()
+		}
 	}
 	if runnable(rel, c) {
 		joined, full := a.addToRun(rel, c)
@@ -221,6 +241,9 @@ func (a *Applier) Truncate(ctx context.Context, t pgoutput.Truncate) error {
 		rel := a.relations[id]
 		if rel == nil {
 			return a.fail(ctx, fmt.Errorf("TRUNCATE at %s: relation %d was never described by the source", a.sourceLSN, id))
+		}
+		if a.streamed && a.sourceLSN < rel.copiedAt {
+			return a.fail(ctx, notAsArrived("%s was copied at %s, after %s", rel.src, rel.copiedAt, a.sourceLSN))
 		}
 		if a.sourceLSN >= rel.copiedAt { // else in add-tables' copy already
 			rels = append(rels, rel)
@@ -269,5 +292,9 @@ func opName(op byte) string {
 // Close rolls back any open target transaction and closes the connection.
 func (a *Applier) Close(ctx context.Context) error {
 	a.reset(ctx)
+	if a.stopWatch != nil {
+		a.stopWatch()
+		a.stopWatch = nil
+	}
 	return a.conn.Close(ctx)
 }

@@ -37,6 +37,9 @@ type relation struct {
 	// (Options.Metrics); nil without metrics. An array, not a map: it is
 	// read for every row.
 	counted *[3]prometheus.Counter
+	// uncounted are the rows a streamed Applier applied, added to counted
+	// when its transaction commits.
+	uncounted [3]float64
 	// copiedAt is where the table's copy was taken (0 for a table copied
 	// under the job's slot): its changes in transactions committed before
 	// it are in the copy already. skipAll for a table out of the job.

@@ -2,11 +2,14 @@ package apply
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"time"
 
 	"github.com/jackc/pglogrepl"
 
 	"github.com/pgsync/pgsync/pgoutput"
+	"github.com/pgsync/pgsync/replication"
 )
 
 // The target transaction: one holds a group of consecutive source
@@ -72,7 +75,7 @@ func (a *Applier) commit(ctx context.Context) error {
 		return nil
 	}
 	if err := a.flushRun(ctx); err != nil {
-		return err
+		return a.beforeCommit(err)
 	}
 	began := time.Now()
 	a.startPipeline(ctx)
@@ -85,7 +88,7 @@ func (a *Applier) commit(ctx context.Context) error {
 	// make the divergence durable and move the resume point past it. The
 	// cost is one round trip per target commit, not per source transaction.
 	if err := a.drain(ctx); err != nil {
-		return err
+		return a.beforeCommit(err)
 	}
 	a.startPipeline(ctx)
 	a.pipeline.SendQueryParams("COMMIT", nil, nil, nil, nil)
@@ -95,6 +98,9 @@ func (a *Applier) commit(ctx context.Context) error {
 	}
 	a.inTarget = false
 	a.reportSkips() // committed: the rows triggers skipped are final
+	if a.streamed {
+		a.countRows()
+	}
 	if m := a.opts.Metrics; m != nil {
 		m.CommitSeconds.Observe(time.Since(began).Seconds())
 		m.GroupRows.Observe(float64(a.groupRows))
@@ -138,4 +144,30 @@ func (a *Applier) reset(ctx context.Context) {
 	}
 	a.inTarget = false
 	a.groupBytes, a.groupRows, a.batchRows, a.batchBytes, a.sinceFlush = 0, 0, 0, 0, 0
+}
+
+// countRows adds the rows a streamed Applier applied to the row counters,
+// once they are committed.
+func (a *Applier) countRows() {
+	for _, rel := range a.relations {
+		if rel.counted == nil {
+			continue
+		}
+		for i, n := range rel.uncounted {
+			if n > 0 {
+				rel.counted[i].Add(n)
+			}
+		}
+		rel.uncounted = [3]float64{}
+	}
+}
+
+// beforeCommit is the error of a commit that failed before its COMMIT was
+// sent: nothing of the group is committed. A streamed Applier's then leaves
+// the transaction to its spool (replication.ErrAppliedAtCommit).
+func (a *Applier) beforeCommit(err error) error {
+	if a.streamed && !errors.Is(err, replication.ErrAppliedAtCommit) {
+		return fmt.Errorf("%w: %w", replication.ErrAppliedAtCommit, err)
+	}
+	return err
 }

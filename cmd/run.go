@@ -9,10 +9,12 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/spf13/cobra"
 
 	"github.com/pgsync/pgsync/apply"
 	"github.com/pgsync/pgsync/catalog"
+	"github.com/pgsync/pgsync/config"
 	"github.com/pgsync/pgsync/job"
 	"github.com/pgsync/pgsync/metrics"
 	"github.com/pgsync/pgsync/pattern"
@@ -101,6 +103,11 @@ error.`,
 			}
 			applyOpts := apply.Options{Job: cfg.Job, Selected: a.selectedNow, MaxBatchRows: cfg.Tuning.MaxBatchRows, MaxBatchBytes: cfg.Tuning.MaxBatchBytes, Prepared: prepared, Logger: a.log,
 				AddColumns: cfg.AddColumns, SourceColumns: sourceColumns(cfg.SourceURL)}
+			if cfg.Tuning.ApplyStreamed == config.ApplyStreamedAsReceived {
+				applyOpts.Connect = func(ctx context.Context) (*pgx.Conn, error) {
+					return pgconnect.ConnectTarget(ctx, cfg.TargetURL)
+				}
+			}
 			if metricsAddr != "" {
 				reg := metrics.NewRegistry()
 				applyOpts.Metrics = metrics.NewApply(reg)

@@ -66,7 +66,19 @@ type Tuning struct {
 	// other, and on one P that is a goroutine switch, not a thread
 	// wake-up); 0 leaves Go's default (one per core).
 	RunProcs int
+	// ApplyStreamed says when run applies a transaction the source streams
+	// while it runs (one larger than its logical_decoding_work_mem):
+	// "as-received" (the default), by a second target session as its
+	// segments arrive, committed at its commit; "at-commit", all of it from
+	// its spool once it commits, as PostgreSQL 15's own apply worker does.
+	ApplyStreamed string
 }
+
+// The values of tuning.apply_streamed.
+const (
+	ApplyStreamedAsReceived = "as-received"
+	ApplyStreamedAtCommit   = "at-commit"
+)
 
 // DefaultTuning returns the defaults documented in README.md.
 func DefaultTuning() Tuning {
@@ -79,6 +91,7 @@ func DefaultTuning() Tuning {
 		CopyRangeMB:        64,
 		WALReceiverTimeout: 60 * time.Second,
 		RunProcs:           1,
+		ApplyStreamed:      ApplyStreamedAsReceived,
 	}
 }
 
@@ -126,6 +139,7 @@ type fileConfig struct {
 		CopyRangeMB        *int    `toml:"copy_range_mb"`
 		WALReceiverTimeout *string `toml:"wal_receiver_timeout"`
 		RunProcs           *int    `toml:"run_procs"`
+		ApplyStreamed      *string `toml:"apply_streamed"`
 	} `toml:"tuning"`
 }
 
@@ -275,6 +289,12 @@ func Parse(name, text string, getenv func(string) string) (*Config, error) {
 			return fail("tuning.run_procs", "%d is out of range (0 to 1024; 0: one per core)", *v)
 		}
 		t.RunProcs = *v
+	}
+	if v := fc.Tuning.ApplyStreamed; v != nil {
+		if *v != ApplyStreamedAsReceived && *v != ApplyStreamedAtCommit {
+			return fail("tuning.apply_streamed", "%q is neither %q nor %q", *v, ApplyStreamedAsReceived, ApplyStreamedAtCommit)
+		}
+		t.ApplyStreamed = *v
 	}
 	if t.MaxBatchBytes > t.MaxInflightBytes {
 		return fail("tuning.max_batch_bytes", "%s is larger than tuning.max_inflight_bytes (%s)",

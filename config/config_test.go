@@ -35,7 +35,7 @@ func TestParseDefaults(t *testing.T) {
 	}
 	d := DefaultTuning()
 	if d.MaxInflightBytes != 16*1024*1024 || d.MaxBatchBytes != 4*1024*1024 || d.MaxBatchRows != 500 || d.BufferSizeKB != 256 || d.MaxParallelCopies != 2 ||
-		d.WALReceiverTimeout != 60*time.Second || d.RunProcs != 1 {
+		d.WALReceiverTimeout != 60*time.Second || d.RunProcs != 1 || d.ApplyStreamed != "as-received" {
 		t.Errorf("defaults drifted from the documented ones: %+v", d)
 	}
 }
@@ -51,12 +51,13 @@ max_parallel_copies = 4
 copy_range_mb = 0
 wal_receiver_timeout = "90s"
 run_procs = 0
+apply_streamed = "at-commit"
 `, noEnv)
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := Tuning{MaxInflightBytes: 32 << 20, MaxBatchRows: 100, MaxBatchBytes: 1000000, BufferSizeKB: 64, MaxParallelCopies: 4, CopyRangeMB: 0,
-		WALReceiverTimeout: 90 * time.Second, RunProcs: 0}
+		WALReceiverTimeout: 90 * time.Second, RunProcs: 0, ApplyStreamed: "at-commit"}
 	if cfg.Tuning != want {
 		t.Errorf("tuning = %+v, want %+v", cfg.Tuning, want)
 	}
@@ -143,6 +144,7 @@ func TestParseErrors(t *testing.T) {
 		{"timeout as a number", base + "[tuning]\nwal_receiver_timeout = 60\n", []string{"f.toml", "wal_receiver_timeout"}},
 		{"empty pg_dump", strings.Replace(base, `tables = ["public.*"]`, "tables = [\"public.*\"]\npg_dump = \" \"", 1), []string{"job.pg_dump", "empty"}},
 		{"run_procs negative", base + "[tuning]\nrun_procs = -1\n", []string{"tuning.run_procs", "out of range"}},
+		{"apply_streamed unknown", base + "[tuning]\napply_streamed = \"early\"\n", []string{"tuning.apply_streamed", `"early"`, "as-received"}},
 		{"toml syntax", "[source\n", []string{"f.toml", "line 2"}},
 		{"bad url keeps password secret", strings.Replace(base, "postgres://postgres@127.0.0.1:55432/app", "postgres://u:s3cret@127.0.0.1:notaport/app", 1), []string{"source.url", "not a valid"}},
 	}

@@ -42,6 +42,13 @@ type dispatcher struct {
 	// (StreamOptions.AbortedXids); nil: none is asked about.
 	abortedXids func(ctx context.Context, xids []uint32) ([]uint32, error)
 	log         *slog.Logger
+	// early is the streamed transaction applied as it arrives (early.go);
+	// noEarly: the Applier applies none so. relations are the source's last
+	// Relation message of each relation, for the early apply.
+	walStart  pglogrepl.LSN // of the message being handled
+	early     *earlyTxn
+	noEarly   bool
+	relations map[uint32][]byte
 }
 
 // run is the dispatcher's loop. ctx bounds every round trip to the target.
@@ -51,6 +58,11 @@ func (d *dispatcher) run(ctx context.Context) error {
 	// once per message.
 	releaseEvery := max(d.maxInflight/8, 1)
 	var unreleased int64
+	defer func() {
+		if d.early != nil {
+			d.endEarly(ctx, d.early.xid) // rolled back: the next session receives it again
+		}
+	}()
 	for {
 		var m walMessage
 		select {
@@ -69,6 +81,7 @@ func (d *dispatcher) run(ctx context.Context) error {
 				return d.shutdown(ctx)
 			}
 		}
+		d.walStart = m.walStart
 		err := d.handle(ctx, m.data)
 		if m.done != nil {
 			d.change.Release()
@@ -117,7 +130,7 @@ func (d *dispatcher) handle(ctx context.Context, msg []byte) error {
 		return fmt.Errorf("empty pgoutput message")
 	}
 	if d.spools.inSegment() && msg[0] != pgoutput.MsgStreamStop {
-		return d.spool(msg)
+		return d.spool(ctx, msg)
 	}
 	switch msg[0] {
 	case pgoutput.MsgBegin:
@@ -182,6 +195,7 @@ func (d *dispatcher) handleData(ctx context.Context, msg []byte) error {
 		if err != nil {
 			return err
 		}
+		d.noteRelation(msg)
 		return d.app.Relation(ctx, r)
 	case pgoutput.MsgInsert, pgoutput.MsgUpdate, pgoutput.MsgDelete:
 		if !d.inTxn {

@@ -130,7 +130,7 @@ func (r *reader) readOne(ctx context.Context) error {
 				return fmt.Errorf("xlogdata from slot %s: %w", r.slot, err)
 			}
 			r.stats.ServerEnd.Store(uint64(xld.ServerWALEnd))
-			if err := r.enqueue(ctx, xld.WALData); err != nil {
+			if err := r.enqueue(ctx, xld.WALData, pglogrepl.LSN(xld.WALStart)); err != nil {
 				return err
 			}
 		}
@@ -201,7 +201,7 @@ func (r *reader) afterMessage() error {
 // next receive) into an arena chunk and queues it, waiting while the queue
 // is full by bytes or by count. A message larger than a chunk is queued
 // without a copy, and enqueue returns once the dispatcher is done with it.
-func (r *reader) enqueue(ctx context.Context, data []byte) error {
+func (r *reader) enqueue(ctx context.Context, data []byte, walStart pglogrepl.LSN) error {
 	if len(data) == 0 {
 		return nil
 	}
@@ -213,7 +213,7 @@ func (r *reader) enqueue(ctx context.Context, data []byte) error {
 			return err
 		}
 	}
-	m := walMessage{weight: weight}
+	m := walMessage{weight: weight, walStart: walStart}
 	if n > arenaChunk {
 		// A large message is not copied: the dispatcher applies it from
 		// the connection's buffer while the reader waits (below), so a

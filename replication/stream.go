@@ -141,6 +141,9 @@ const (
 type walMessage struct {
 	data   []byte
 	weight int64
+	// walStart is the WAL position the source sent with the message: for
+	// one of a streamed transaction, before the transaction's commit.
+	walStart pglogrepl.LSN
 	// done, when set, is closed by the dispatcher once nothing refers to
 	// data any more: data is the connection's own buffer.
 	done chan struct{}

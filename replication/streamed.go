@@ -36,8 +36,19 @@ func (d *dispatcher) handleStream(ctx context.Context, msg []byte) error {
 		if s.Xid == 0 {
 			return fmt.Errorf("pgoutput Stream Start of invalid xid 0")
 		}
-		return d.spools.start(s.Xid, s.First)
+		if err := d.spools.start(s.Xid, s.First); err != nil {
+			return err
+		}
+		if s.First {
+			if err := d.startEarly(ctx, s.Xid); err != nil {
+				return err
+			}
+		}
+		return d.segmentStart(ctx, s.Xid)
 	case pgoutput.MsgStreamStop:
+		if d.spools.cur != nil {
+			d.pushEarly(ctx, d.spools.cur.xid)
+		}
 		return d.spools.stop()
 	case pgoutput.MsgStreamCommit:
 		c, err := pgoutput.DecodeStreamCommit(msg)
@@ -50,6 +61,11 @@ func (d *dispatcher) handleStream(ctx context.Context, msg []byte) error {
 		if err != nil {
 			return err
 		}
+		if a.SubXid == a.Xid {
+			d.endEarly(ctx, a.Xid)
+		} else if d.early != nil && d.early.xid == a.Xid {
+			d.giveUpEarly(ctx, fmt.Errorf("subtransaction %d aborted: %w", a.SubXid, errSubxact))
+		}
 		return d.spools.abort(a.Xid, a.SubXid)
 	}
 	return fmt.Errorf("pgoutput %q is not a stream message", msg[0])
@@ -58,7 +74,7 @@ func (d *dispatcher) handleStream(ctx context.Context, msg []byte) error {
 // spool appends a message received inside a segment to its transaction's
 // spool. Type and Message are not kept (the applier ignores them) and
 // Origin carries no xid; any other message has no place in a segment.
-func (d *dispatcher) spool(msg []byte) error {
+func (d *dispatcher) spool(ctx context.Context, msg []byte) error {
 	switch msg[0] {
 	case pgoutput.MsgOrigin:
 		return nil
@@ -77,7 +93,18 @@ func (d *dispatcher) spool(msg []byte) error {
 	if msg[0] == pgoutput.MsgType || msg[0] == pgoutput.MsgMessage {
 		return nil
 	}
-	return d.spools.append(xid, msg[0], body)
+	if err := d.spools.append(xid, msg[0], body); err != nil {
+		return err
+	}
+	// The message in protocol version 1's form, in place: its type byte
+	// over the xid's last byte (the spool has its copy).
+	v1 := msg[len(msg)-len(body)-1:]
+	v1[0] = msg[0]
+	if v1[0] == pgoutput.MsgRelation {
+		d.noteRelation(v1)
+	}
+	d.applyEarly(ctx, xid, v1)
+	return nil
 }
 
 // streamCommit applies a streamed transaction that committed on the source:
@@ -109,7 +136,11 @@ func (d *dispatcher) streamCommit(ctx context.Context, c pgoutput.StreamCommit) 
 		}
 	}()
 	if appliedBefore(c.CommitLSN, d.resume) {
+		d.endEarly(ctx, c.Xid)
 		return nil
+	}
+	if applied, err := d.commitEarly(ctx, c, sp.size); applied || err != nil {
+		return err
 	}
 	aborted, err := d.abortedSubxacts(ctx, c, sp)
 	if err != nil {

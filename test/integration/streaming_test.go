@@ -140,13 +140,22 @@ func whileRunning(t *testing.T, bg *background, timeout time.Duration, what stri
 }
 
 // TestStreamedTransactionArrivesWhole streams a 300,000-row transaction
-// while small transactions commit before and after its COMMIT: run spools
-// it while it is open and applies it at its commit, in the source's commit
-// order.
+// while small transactions commit before and after its COMMIT, in both
+// modes of tuning.apply_streamed: run spools it while it is open and, by
+// default, applies it as it arrives in a target transaction of its own
+// (its rows are written, invisible, before the source commits), or applies
+// the spool at its commit; either way the target commits it in the
+// source's commit order.
 func TestStreamedTransactionArrivesWhole(t *testing.T) {
+	for _, mode := range []string{"as-received", "at-commit"} {
+		t.Run(mode, func(t *testing.T) { streamedArrivesWhole(t, mode) })
+	}
+}
+
+func streamedArrivesWhole(t *testing.T, mode string) {
 	e := newEnv(t, `CREATE TABLE bulk (id int PRIMARY KEY, pad text);
 CREATE TABLE small (id int PRIMARY KEY, note text);
-CREATE TABLE marker (id int PRIMARY KEY);`, "")
+CREATE TABLE marker (id int PRIMARY KEY);`, fmt.Sprintf("[tuning]\napply_streamed = %q\n", mode))
 	lowDecodingMemory(t)
 	e.mustPgsync("bootstrap")
 	arrivalTriggers(t, e.tgtURL, "small", "marker")
@@ -163,6 +172,18 @@ CREATE TABLE marker (id int PRIMARY KEY);`, "")
 	})
 	if n := queryOne[int](t, e.tgt, "SELECT count(*) FROM bulk"); n != 0 {
 		t.Fatalf("%d rows of an open source transaction on the target", n)
+	}
+	// Rows written and not committed: a target session other than this
+	// test's holds the table's ROW EXCLUSIVE lock while the source's
+	// transaction is still open.
+	writing := func() bool {
+		return queryOne[bool](t, e.tgt, `SELECT EXISTS (SELECT FROM pg_locks l WHERE l.relation = 'bulk'::regclass
+  AND l.mode = 'RowExclusiveLock' AND l.pid <> pg_backend_pid())`)
+	}
+	if mode == "as-received" {
+		whileRunning(t, bg, time.Minute, "a target session to write the open transaction's rows", writing)
+	} else if writing() {
+		t.Fatal("apply_streamed = at-commit: a target session writes the rows of a transaction the source has not committed")
 	}
 	txExec(t, big, "INSERT INTO marker VALUES (1)")
 	if err := big.Commit(context.Background()); err != nil {
@@ -184,6 +205,9 @@ CREATE TABLE marker (id int PRIMARY KEY);`, "")
 	log := bg.stderr.String()
 	if !regexp.MustCompile(`msg="streamed transaction applied" xid=\d+ commit_lsn=\S+ rows=300001 spool_bytes=[1-9]`).MatchString(log) {
 		t.Errorf("the log does not show the streamed commit of 300,001 rows:\n%s", log)
+	}
+	if early := strings.Contains(log, "as_received=true"); early != (mode == "as-received") {
+		t.Errorf("apply_streamed = %s, and the log says as_received=true: %v\n%s", mode, early, log)
 	}
 	if n := streamedTxns(t, e, "pgsync_"+e.job); n == 0 {
 		t.Error("pg_stat_replication_slots counts no streamed transaction for the slot")
