@@ -431,3 +431,64 @@ COMMIT`)
 		t.Log("the source sent the rolled back subtransaction without its Stream Abort; run skipped it")
 	}
 }
+
+// TestStreamedApplyGivesWayToLockWait: a trigger on the target (ENABLE
+// ALWAYS, as an application's summary table keeps a count) makes the
+// streamed transaction's target session hold a row that the main session
+// then needs for a transaction the source committed earlier. The server
+// cannot see that wait (it goes through pgsync: the streamed session can
+// only commit after the main one), so run's lock watch ends the streamed
+// session; the transaction is applied at its commit from its spool, and
+// the count is what the rows are.
+func TestStreamedApplyGivesWayToLockWait(t *testing.T) {
+	e := newEnv(t, `CREATE TABLE bulk (id int PRIMARY KEY, pad text);`, "")
+	lowDecodingMemory(t)
+	e.mustPgsync("bootstrap")
+	for _, sql := range []string{
+		"CREATE TABLE bulk_count (n bigint NOT NULL)",
+		"INSERT INTO bulk_count VALUES (0)",
+		`CREATE FUNCTION count_bulk() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN UPDATE bulk_count SET n = n + 1; RETURN NEW; END $$`,
+		"CREATE TRIGGER bulk_count AFTER INSERT ON bulk FOR EACH ROW EXECUTE FUNCTION count_bulk()",
+		"ALTER TABLE bulk ENABLE ALWAYS TRIGGER bulk_count",
+	} {
+		e.tgtExec(sql)
+	}
+	bg := e.start("run", "--log-every", "1s")
+
+	big := openTxn(t, e.srcURL)
+	txExec(t, big, "INSERT INTO bulk SELECT g, repeat('x', 100) FROM generate_series(1, 3000) g")
+	whileRunning(t, bg, time.Minute, "the streamed transaction's session to hold the count's row", func() bool {
+		return queryOne[bool](t, e.tgt, `SELECT EXISTS (SELECT FROM pg_locks l WHERE l.relation = 'bulk_count'::regclass
+  AND l.mode = 'RowExclusiveLock' AND l.pid <> pg_backend_pid())`)
+	})
+	e.srcExec("INSERT INTO bulk VALUES (100000, 'committed first')")
+	whileRunning(t, bg, time.Minute, "the transaction committed first to arrive", func() bool {
+		return queryOne[int](t, e.tgt, "SELECT count(*) FROM bulk") == 1
+	})
+	txExec(t, big, "INSERT INTO bulk VALUES (100001, 'last of the big one')")
+	if err := big.Commit(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	whileRunning(t, bg, time.Minute, "every row to arrive", func() bool {
+		return queryOne[int](t, e.tgt, "SELECT count(*) FROM bulk") == 3002
+	})
+	sigtermWithin(t, bg, 10*time.Second)
+	e.mustVerify()
+	if n := queryOne[int64](t, e.tgt, "SELECT n FROM bulk_count"); n != 3002 {
+		t.Errorf("the trigger counted %d rows, want 3002", n)
+	}
+	log := bg.stderr.String()
+	for _, want := range []string{
+		"the main target session waits for a lock the streamed transaction's session holds",
+		`msg="streamed transaction: not applied as it arrives"`,
+		`msg="streamed transaction applied" xid=`,
+	} {
+		if !strings.Contains(log, want) {
+			t.Errorf("run's log lacks %q:\n%s", want, log)
+		}
+	}
+	if strings.Contains(log, "as_received=true") {
+		t.Errorf("the transaction was committed as received despite the lock wait:\n%s", log)
+	}
+}
