@@ -94,6 +94,8 @@ copying() { [ "$(val_tgt $DB "SELECT state FROM pgsync.progress WHERE job = 'fau
 bulk_applying() {
   [ "$(val_tgt $DB "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'pgsync' AND (query LIKE 'INSERT INTO %events%' OR query LIKE 'COPY %events%')")" != 0 ]
 }
+# spooling: run has a spool file open, so the source streams a transaction.
+spooling() { compgen -G "${TMPDIR:-/tmp}/pgsync-faults-spool/*.spool" >/dev/null; }
 rand_ms() { echo $(( $1 + RANDOM % ($2 - $1 + 1) )); }
 sleep_ms() { sleep "$(awk -v m="$1" 'BEGIN { printf "%.3f", m / 1000 }')"; }
 
@@ -136,7 +138,10 @@ for i in $(seq 1 "$KILLS"); do
       psql_src $DB -c "BEGIN" -c "INSERT INTO events SELECT 'streamed', g % 5, 'streamed' FROM generate_series(1, 200000) g" \
         -c "SELECT pg_sleep(3)" -c "COMMIT" >/dev/null &
       big=$!
-      sleep_ms "$(rand_ms 1000 2500)"
+      # The transaction is streamed: its spool file exists, and (the
+      # default apply_streamed) a second target session writes it.
+      wait_for 30 "run to spool the streamed transaction" spooling
+      sleep_ms "$(rand_ms 0 1000)"
       kill -9 "$pid" 2>/dev/null || fail "run exited before the kill while spooling"
       wait "$pid" 2>/dev/null || true
       run_kills=$((run_kills + 1))
