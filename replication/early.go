@@ -120,6 +120,10 @@ func (d *dispatcher) applyEarly(ctx context.Context, xid uint32, msg []byte) {
 			if err = d.describeEarly(ctx, d.change.RelationID); err == nil {
 				err = e.app.Change(ctx, &d.change)
 				e.rows++
+				// Counted as queued, as the main path counts its rows, so
+				// that the progress line moves during a long transaction;
+				// taken back if the spool applies them instead.
+				d.stats.Rows.Add(1)
 			}
 		}
 	case pgoutput.MsgTruncate:
@@ -201,6 +205,8 @@ func (d *dispatcher) giveUpEarly(ctx context.Context, why error) {
 	d.log.Info("streamed transaction: not applied as it arrives", "xid", e.xid, "reason", why.Error())
 	_ = e.app.Close(ctx)
 	e.app = nil
+	d.stats.Rows.Add(-e.rows)
+	e.rows = 0
 }
 
 // endEarly closes the early apply of xid (aborted, applied or skipped).
@@ -209,6 +215,7 @@ func (d *dispatcher) endEarly(ctx context.Context, xid uint32) {
 		if e.app != nil {
 			_ = e.app.Close(ctx)
 		}
+		d.stats.Rows.Add(-e.rows) // 0 once committed
 		d.early = nil
 	}
 }
@@ -246,7 +253,6 @@ func (d *dispatcher) commitEarly(ctx context.Context, c pgoutput.StreamCommit, s
 		return false, fmt.Errorf("commit the streamed transaction xid %d at %s: %w", c.Xid, c.CommitLSN, err)
 	}
 	d.pos.AdvanceApplied(durable)
-	d.stats.Rows.Add(e.rows)
 	d.stats.Txns.Add(1)
 	d.stats.CommitTime.Store(c.Time.UnixNano())
 	for _, id := range e.inStream {
@@ -259,5 +265,6 @@ func (d *dispatcher) commitEarly(ctx context.Context, c pgoutput.StreamCommit, s
 		}
 	}
 	d.log.Info("streamed transaction applied", "xid", c.Xid, "commit_lsn", c.CommitLSN.String(), "rows", e.rows, "spool_bytes", spoolBytes, "as_received", true)
+	e.rows = 0 // committed: endEarly takes nothing back
 	return true, nil
 }

@@ -45,10 +45,14 @@ settle bench
 echo "bench: plain COPY pipe, two tables in parallel"
 psql_tgt bench_pipe -c "$TABLES_DDL"
 t0=$(now)
+pipes=""
 for t in bench_a bench_b; do
   ( SRC_PORT=$SRC_VIA_PORT psql_src bench -c "COPY $t TO STDOUT" | psql_tgt bench_pipe -c "COPY $t FROM STDIN" ) &
+  pipes="$pipes $!"
 done
-wait
+# The pipes only: with RTT_MS the latency proxy is a job of this shell too.
+# shellcheck disable=SC2086
+wait $pipes
 t1=$(now)
 pipe_secs=$(elapsed "$t0" "$t1")
 settle bench

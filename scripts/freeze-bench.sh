@@ -44,11 +44,14 @@ pipe_load() {
   local db=$1 opts=$2 t0 t1
   psql_tgt "$db" -c "$TABLES_DDL" >/dev/null
   t0=$(now)
+  local pipes=""
   for t in bench_a bench_b; do
     ( psql_src freeze -c "COPY $t TO STDOUT" |
       psql_tgt "$db" -c "BEGIN" -c "TRUNCATE $t" -c "COPY $t FROM STDIN $opts" -c "COMMIT" >/dev/null ) &
+    pipes="$pipes $!"
   done
-  wait
+  # shellcheck disable=SC2086
+  wait $pipes
   t1=$(now)
   l_secs=$(elapsed "$t0" "$t1")
 }
