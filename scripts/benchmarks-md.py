@@ -430,22 +430,29 @@ transaction runs).
 
 | rows | contender | seconds after COMMIT | / native | walsender CPU s | pgsync peak RSS | spool |
 |---|---|---|---|---|---|---|""")
-    names = {'native': 'native, streaming = on', 'pgsync': 'pgsync', 'base': 'pgsync before streaming'}
+    names = {'native': 'native, streaming = on', 'pgsync': 'pgsync', 'base': 'pgsync, spool applied at the commit (the build before)'}
     for r in st['runs']:
         nat = next(x for x in st['runs'] if x['who'] == 'native' and x['rows'] == r['rows'] and x['run'] == r['run'])
         rss = f"{r['rss_peak_mb']} MB" if r['rss_peak_mb'] is not None else ''
         spool = f"{r['spool_bytes'] / 1e6:.0f} MB" if r['spool_bytes'] else ''
         w(f"| {r['rows']:,} | {names.get(r['who'], r['who'])} | {r['seconds_after_commit']:.2f} | {r['seconds_after_commit'] / nat['seconds_after_commit']:.2f} | {r['walsender_cpu_s']:.2f} | {rss} | {spool} |")
     w('')
-        w("""What is left after the COMMIT is the source's: the walsender decodes the
+    w("""What is left after the COMMIT is the source's: the walsender decodes the
 transaction while it runs but falls behind the INSERT (the progress lines
 in `bench-results/stream-pgsync-5000000.log` show the source's WAL up to
 1.1 GB ahead of what it has sent by the COMMIT), and it sends the last
 `logical_decoding_work_mem` of changes, then the commit, only once it has
 decoded that far. pgsync's second session keeps up with what arrives, so
 the rows are on the target, uncommitted, when the commit arrives; native
-(PostgreSQL 15) starts applying only then. The walsender's CPU is below
-native's, and pgsync's RSS stays near 32 MB whatever the size.
+(PostgreSQL 15) starts applying only then. On two cores that second
+session competes with the walsender and the source's backend while the
+transaction runs: in the 1M-row runs the spool grew at about 40 MB/s when
+applied as it arrived and about 63 MB/s when only spooled (the build
+before; `stream-*-1000000.log`), so more is left to decode after the
+COMMIT, which takes most of the gain at that size; at 5M rows, where the
+COMMIT comes long after the first segments, the gain holds. The
+walsender's CPU is below native's, and pgsync's RSS stays near 32 MB
+whatever the size.
 """)
 
 # The source far away: catch-up through scripts/latency-proxy.
@@ -469,23 +476,40 @@ pgsync's runs no wider than native's.
         rtt = 'direct' if r['rtt_ms'] is None else f"{r['rtt_ms']} ms"
         w(f"| {rtt} | {', '.join('%.2f' % x for x in r['native_seconds'])} | {', '.join('%.2f' % x for x in r['pgsync_seconds'])} | {', '.join('%.2f' % x for x in r['pgsync_vs_native'])} | {r['native_spread_seconds']:.2f} / {r['pgsync_spread_seconds']:.2f} s |")
     w('')
-    w("""Not met. pgsync's runs through the proxy are bimodal: about 2.4 s in some,
-7-9 s in others, at every round trip. In a slow run the walsender spends
-2.2-2.7 s of CPU and pgsync 2.1-3.3 s, against 0.9 s and 0.7 s in a fast
-one, for the same backlog: the same work done in many more, smaller pieces
-(the walsender flushes each message when its socket never fills, since the
-proxy reads eagerly; pgsync's reader then wakes for each small chunk,
-and its lazy read only waits while 1024 messages are queued). On two
-cores shared with both servers and the proxy, that CPU is the time.
-Native's runs vary too (2.85-8.20 s), and its slow ones show the same
-sign: walsender CPU 1.9-2.3 s against 0.9 s. Tried once, not kept: a
-commit that waits up to 1 ms for the next transaction before committing
-its group alone (`RUNS=1 scripts/rtt-bench.sh` with it: pgsync 8.70,
-2.61, 2.64 s at 0, 2 and 10 ms, native 5.99, 2.85, 7.62 s in the same
-runs); one run per round trip cannot tell it from the two modes. The
-next step is to find what switches a run into the slow mode (it changes
-the walsender's CPU for native too) before changing the reader.
+    w("""Runs through the proxy are bimodal, for native and pgsync alike, and what
+sets the mode is the walsender. It calls `pq_flush_if_writable` after
+every WAL record: when the consumer drains its socket (the proxy reads
+eagerly whenever the consumer keeps up with it), every message goes out
+in a `send()` of its own; when the socket is full, messages gather into
+8 KB writes. So each run settles in one of two states and stays there: a
+consumer that falls behind at the start keeps the pipe full and the
+walsender cheap (pgsync about 2.5-3 s, some 30 target commits); one that
+keeps up gets small messages from a walsender that now spends 2.7-3.2 s
+of CPU instead of 1.0-1.2 s on the same WAL, commits every transaction or
+two (1,300-2,000 target commits) and reads a few hundred bytes a time
+(9-10.6 s). Native's slow runs show the same walsender CPU (1.7-2.2 s
+against 1.0-1.1 s). The commit per transaction is not what makes it slow:
+reads in gulps (after a read of less than 16 KiB, wait 1 ms; below)
+brought the commits of slow runs from 1,300-1,800 to 114-152 and pgsync's
+CPU from 2.8-3.6 s to 1.7-2.6 s, and the slow runs stayed 7-10 s. What
+bounds them is the walsender's CPU per message, on cores it shares with
+everything else here; pgsync cannot choose the walsender's mode short of
+stalling its reads long enough to fill the pipe (hundreds of ms), which a
+live stream cannot afford. Not built.
 """)
+    gr = {p.split('/')[-2]: j(p) for p in sorted(glob.glob(f'{R}/experiments/gulp-reads/*/catchup.json'))}
+    if gr:
+        w("""Reads in gulps, tried and not kept (`bench-results/experiments/gulp-reads/`;
+a build that waits 1 ms before a read when the previous one brought less
+than 16 KiB, against the build before it, interleaved):
+
+| build | round trip | run | pgsync s | target commits | pgsync CPU s | walsender CPU s | target backend CPU s | native s |
+|---|---|---|---|---|---|---|---|---|""")
+        for name, c in sorted(gr.items(), key=lambda kv: (kv[0].split('-')[2], kv[0].split('-')[1], kv[0].split('-')[0])):
+            b, rtt, n = name.split('-')
+            cpu = c['pgsync']['cpu_seconds']
+            w(f"| {'gulp' if b == 'gulp' else 'before'} | {rtt.replace('ms', ' ms')} | {n} | {c['pgsync']['seconds']:.2f} | {c['pgsync']['target_commits']} | {cpu['pgsync']} | {cpu['walsender']} | {cpu['target_backend']} | {c['native']['seconds']:.2f} |")
+        w('')
 
 # The two-table copy with the source far away (bench.sh with RTT_MS).
 rc = {p.split('/')[-2]: j(p) for p in glob.glob(f'{R}/rtt-copy/*/bench-100mb.json')}
@@ -544,9 +568,27 @@ still bounding the heap.
         cpu = c['pgsync']['cpu_seconds']
         w(f"| {b} | {n} | {c['pgsync']['seconds']:.2f} | {cpu['pgsync']} | {cpu['walsender']} | {cpu['target_backend']} | {c['pgsync']['rss_peak_mb']} MB | {c['native']['seconds']:.2f} |")
     w('')
-    w("""Kept: the 256 KiB read buffer (pgsync's CPU 0.78-0.80 s against
-0.83-0.84 s, RSS unchanged). Rejected: GOGC 400, the largest saving
-(0.67-0.68 s) but an RSS peak of 41-44 MB, over the catch-up's 40 MB. The
+    gg = {p.split('/')[-2]: j(p) for p in sorted(glob.glob(f'{R}/experiments/gogc/*/catchup.json'))}
+    if gg:
+        w("""Then GOGC 200 against Go's default 100, the same binary (`GOGC=… scripts/catchup-bench.sh`,
+`bench-results/experiments/gogc/`), interleaved:
+
+| GOGC | round | pgsync s | pgsync CPU s | walsender CPU s | target backend CPU s | RSS peak | native s |
+|---|---|---|---|---|---|---|---|""")
+        for name, c in sorted(gg.items(), key=lambda kv: (kv[0].split('-')[1], kv[0])):
+            b, n = name.split('-')
+            cpu = c['pgsync']['cpu_seconds']
+            w(f"| {b.replace('gogc', '')} | {n} | {c['pgsync']['seconds']:.2f} | {cpu['pgsync']} | {cpu['walsender']} | {cpu['target_backend']} | {c['pgsync']['rss_peak_mb']} MB | {c['native']['seconds']:.2f} |")
+        w('')
+    g200 = j(f'{R}/experiments/gogc/stream-gogc200.json')
+    g200rss = ' and '.join(f"{r['rss_peak_mb']} MB" for r in g200['runs'] if r['who'] == 'pgsync')
+    w(f"""Kept: the 256 KiB read buffer (pgsync's CPU 0.78-0.80 s against
+0.83-0.84 s, RSS unchanged). Rejected: GOGC 200 (0.68-0.70 s against
+0.76-0.77 s, RSS peak 30-32 MB on the catch-up), because the streamed
+transactions then peak at {g200rss} (`GOGC=200 scripts/stream-bench.sh`,
+`bench-results/experiments/gogc/stream-gogc200.json`), over their 40 MB;
+GOGC 400, the largest saving (0.67-0.68 s), for an RSS peak of 41-44 MB
+on the catch-up. GOGC in the environment still sets it. The
 profile of the catch-up (`bench-results/catchup-profile/pprof-top.txt`)
 says what bounds the rest: the garbage collector's marking (a quarter of
 the samples), most of what it collects being pgx's write buffer, which
