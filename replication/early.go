@@ -54,22 +54,22 @@ type earlyTxn struct {
 // startEarly opens the early apply of the streamed transaction xid at its
 // first segment, when none is open and the Applier can. The main Applier
 // commits what it holds first, as at every segment's start (segmentStart).
-func (d *dispatcher) startEarly(ctx context.Context, xid uint32) error {
+// A session that cannot be opened only means the spool applies it.
+func (d *dispatcher) startEarly(ctx context.Context, xid uint32) {
 	opener, ok := d.app.(streamedOpener)
 	if !ok || d.early != nil || d.noEarly {
-		return nil
+		return
 	}
 	app, err := opener.OpenStreamed(ctx)
 	if err != nil {
 		d.log.Warn("cannot open a target session for a streamed transaction: it is applied at its commit", "xid", xid, "err", err)
-		return nil
+		return
 	}
 	if app == nil {
 		d.noEarly = true
-		return nil
+		return
 	}
 	d.early = &earlyTxn{xid: xid, app: app, described: map[uint32]bool{}}
-	return nil
 }
 
 // segmentStart commits the main Applier's open group before a segment of

@@ -40,9 +40,7 @@ func (d *dispatcher) handleStream(ctx context.Context, msg []byte) error {
 			return err
 		}
 		if s.First {
-			if err := d.startEarly(ctx, s.Xid); err != nil {
-				return err
-			}
+			d.startEarly(ctx, s.Xid)
 		}
 		return d.segmentStart(ctx, s.Xid)
 	case pgoutput.MsgStreamStop:
