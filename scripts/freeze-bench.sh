@@ -16,14 +16,15 @@ ROWS=${ROWS:-4000000}
 bench_setup
 trap 'kill $(jobs -p) 2>/dev/null || true' EXIT
 
-fresh_db freeze
+DB=freeze_source # FREEZE is a keyword: no database is named so
+fresh_db $DB
 for db in freeze_plain freeze_frozen; do
   psql_tgt postgres -c "DROP DATABASE IF EXISTS $db WITH (FORCE)" -c "CREATE DATABASE $db" >/dev/null
 done
-load_dataset freeze "$ROWS" >/dev/null
+load_dataset $DB "$ROWS" >/dev/null
 cfg=$RESULTS/freeze.toml
-write_config "$cfg" freeze freeze freeze
-settle freeze >/dev/null
+write_config "$cfg" freeze $DB $DB
+settle $DB >/dev/null
 
 # vacuum_freeze DB: v_secs and v_wal of VACUUM (FREEZE) of both tables.
 vacuum_freeze() {
@@ -46,7 +47,7 @@ pipe_load() {
   t0=$(now)
   local pipes=""
   for t in bench_a bench_b; do
-    ( psql_src freeze -c "COPY $t TO STDOUT" |
+    ( psql_src $DB -c "COPY $t TO STDOUT" |
       psql_tgt "$db" -c "BEGIN" -c "TRUNCATE $t" -c "COPY $t FROM STDIN $opts" -c "COMMIT" >/dev/null ) &
     pipes="$pipes $!"
   done
@@ -65,7 +66,7 @@ t0=$(now)
 "$PGSYNC" -c "$cfg" bootstrap >"$RESULTS/freeze-bootstrap.log" 2>&1
 t1=$(now)
 load=$(elapsed "$t0" "$t1")
-vacuum_freeze freeze
+vacuum_freeze $DB
 echo "  pgsync: load ${load}s; VACUUM (FREEZE) ${v_secs}s, $v_wal bytes of WAL"
 add_run pgsync "$load" "$v_secs" "$v_wal"
 "$PGSYNC" -c "$cfg" teardown >/dev/null 2>&1 || true
