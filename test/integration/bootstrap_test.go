@@ -339,13 +339,17 @@ func TestBootstrapChecksTheSource(t *testing.T) {
 // (which skips a table it cannot lock) leaves them alone, and COPY is not
 // blocked by it; the hold ends before the indexes of created tables are
 // built, which would otherwise wait for it forever. A statement trigger
-// that sleeps keeps the copy of one table open long enough to look.
+// that sleeps keeps the copy of one table open long enough to look. The
+// target's own table that references it makes it one the copy may not
+// empty, so it is not loaded with COPY FREEZE, whose lock would keep
+// autovacuum off instead (TestBootstrapLoadsTablesFrozen).
 func TestCopyHoldsAutovacuumOff(t *testing.T) {
 	e := newEnv(t, `CREATE TABLE held (id int PRIMARY KEY, v text);
 INSERT INTO held SELECT g, 'v' || g FROM generate_series(1, 1000) g;
 CREATE TABLE made (id int PRIMARY KEY, v text);
 INSERT INTO made SELECT g, 'm' || g FROM generate_series(1, 1000) g;`, "")
 	e.tgtExec(`CREATE TABLE held (id int PRIMARY KEY, v text);
+CREATE TABLE held_ref (held_id int REFERENCES held);
 CREATE FUNCTION slow_copy() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN PERFORM pg_sleep(4); RETURN NULL; END $$;
 CREATE TRIGGER held_slow BEFORE INSERT ON held FOR EACH STATEMENT EXECUTE FUNCTION slow_copy();
 ALTER TABLE held ENABLE ALWAYS TRIGGER held_slow`)
