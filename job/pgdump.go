@@ -169,11 +169,19 @@ WHERE NOT EXISTS (SELECT 1 FROM pg_available_extensions a WHERE a.name = e)`, ex
 	}
 	// Both sections are dumped now, before anything is written: the roles
 	// they name must exist on the target, and its user must be able to
-	// give objects to their owners.
-	if d.preData, err = d.dump(ctx, j.opts.SourceURL, "pre-data"); err != nil {
-		return nil, "", err
-	}
-	if d.postData, err = d.dump(ctx, j.opts.SourceURL, "post-data"); err != nil {
+	// give objects to their owners. The two pg_dumps run at once: each
+	// makes a round trip to the source per catalog query, which a source
+	// far away makes long (0.86 s each at a 10 ms round trip).
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() (err error) {
+		d.preData, err = d.dump(gctx, j.opts.SourceURL, "pre-data")
+		return err
+	})
+	g.Go(func() (err error) {
+		d.postData, err = d.dump(gctx, j.opts.SourceURL, "post-data")
+		return err
+	})
+	if err := g.Wait(); err != nil {
 		return nil, "", err
 	}
 	if why, err := j.missingRoles(ctx, d); err != nil || why != "" {
