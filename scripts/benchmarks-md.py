@@ -789,7 +789,8 @@ COPY runs take {(1-tb(new)/tb(old))*100:.0f} % off the target backend's CPU and 
 transaction larger than `logical_decoding_work_mem` is spilled to disk and
 read back before it is sent ({rng([d['cpu_seconds']['walsender'] for d in bigs.values()])} s of walsender CPU for 1,000,000 rows).
 Streaming of in-progress transactions (protocol version 2) would avoid the
-spill; pgsync asks for version 1.
+spill; pgsync asked for version 1 then (it asks for version 2 with
+streaming since issue 18: "One large transaction while streaming" above).
 ''')
 
 # Memory
@@ -890,11 +891,16 @@ w(f'''## Ways tried, kept and rejected
 
 w('''## Not measured
 
-- A source and target on different machines, and any network latency
-  between them: here everything is on 127.0.0.1.
+- A source and target on different machines: everything here is on
+  127.0.0.1. Network latency is emulated by `scripts/latency-proxy` (a
+  delay per chunk, no bandwidth limit, no TCP window of a real path), in
+  front of the source only.
 - Machines with more than two cores: the sections above say which process
   bounds each case, which is what more cores would relieve.
-- pgcopydb, pgstream and PeerDB: not installed here; no claim is made.
+- The 1 GB two-table copy at round trips (only the 100 MB one).
+- pgstream and PeerDB: not installed here; no claim is made. pgcopydb
+  (Debian's 0.10) stands beside pgsync in "A whole database into an empty
+  target".
 ''')
 open(os.path.join(ROOT, 'docs', 'benchmarks.md'), 'w').write('\n'.join(out) + '\n')
 print('ok')
