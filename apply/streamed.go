@@ -3,6 +3,7 @@ package apply
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -75,9 +76,7 @@ func (a *Applier) Push(ctx context.Context) error {
 // the second look in a row that finds streamed waiting (main commits its
 // group within a second when nothing holds it). The returned function ends
 // the watch.
-func watchLocks(ctx context.Context, conn *pgx.Conn, main, streamed uint32, log interface {
-	Info(string, ...any)
-}) (stop func()) {
+func watchLocks(ctx context.Context, conn *pgx.Conn, main, streamed uint32, log *slog.Logger) (stop func()) {
 	done := make(chan struct{})
 	ended := make(chan struct{})
 	go func() {
@@ -98,7 +97,13 @@ func watchLocks(ctx context.Context, conn *pgx.Conn, main, streamed uint32, log 
 			err := conn.QueryRow(ctx, "SELECT $2::int = ANY(pg_blocking_pids($1::int)), $1::int = ANY(pg_blocking_pids($2::int))",
 				int32(main), int32(streamed)).Scan(&mainWaits, &streamedWaits)
 			if err != nil {
-				return // the transaction is then applied, or refused, by the spool's path
+				if ctx.Err() == nil {
+					// Without the watch a wait between the two sessions
+					// would hold run with nothing said: say it now.
+					log.Warn("cannot watch the two target sessions for lock waits any more: if run stops applying, end the streamed transaction's session (SELECT pg_terminate_backend(streamed_pid) on the target)",
+						"main_pid", main, "streamed_pid", streamed, "err", err)
+				}
+				return
 			}
 			if mainWaits || streamedWaits && streamedWaited {
 				who := "the main target session waits for a lock the streamed transaction's session holds"

@@ -195,7 +195,7 @@ func (d *dispatcher) handleData(ctx context.Context, msg []byte) error {
 		if err != nil {
 			return err
 		}
-		d.noteRelation(msg)
+		d.noteRelation(r.ID, msg)
 		return d.app.Relation(ctx, r)
 	case pgoutput.MsgInsert, pgoutput.MsgUpdate, pgoutput.MsgDelete:
 		if !d.inTxn {

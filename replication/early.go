@@ -170,13 +170,9 @@ func (d *dispatcher) describeEarly(ctx context.Context, id uint32) error {
 	return nil
 }
 
-// noteRelation keeps the raw Relation message of a relation, for an early
+// noteRelation keeps the raw Relation message of relation id, for an early
 // apply that meets the relation later.
-func (d *dispatcher) noteRelation(msg []byte) {
-	if len(msg) < 5 {
-		return
-	}
-	id := uint32(msg[1])<<24 | uint32(msg[2])<<16 | uint32(msg[3])<<8 | uint32(msg[4])
+func (d *dispatcher) noteRelation(id uint32, msg []byte) {
 	if d.relations == nil {
 		d.relations = map[uint32][]byte{}
 	}

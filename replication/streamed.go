@@ -99,7 +99,11 @@ func (d *dispatcher) spool(ctx context.Context, msg []byte) error {
 	v1 := msg[len(msg)-len(body)-1:]
 	v1[0] = msg[0]
 	if v1[0] == pgoutput.MsgRelation {
-		d.noteRelation(v1)
+		r, err := pgoutput.DecodeRelation(v1)
+		if err != nil {
+			return fmt.Errorf("decode the Relation message in the stream of xid %d: %w", xid, err)
+		}
+		d.noteRelation(r.ID, v1)
 	}
 	d.applyEarly(ctx, xid, v1)
 	return nil
