@@ -91,9 +91,9 @@ func (j *Job) cutover(ctx context.Context, o CutoverOptions, rep *CutoverReport)
 	}
 	// Everything committed on the source up to now must reach the target;
 	// the locked roles' sessions have exited, so none commits after this.
-	var goal pglogrepl.LSN
-	if err := j.src.QueryRow(ctx, "SELECT pg_current_wal_lsn()").Scan(&goal); err != nil {
-		return fmt.Errorf("read the source's WAL position: %w", err)
+	goal, err := replication.CommittedHead(ctx, j.src)
+	if err != nil {
+		return err
 	}
 	rep.SourceLSN = goal.String()
 	waitStart := time.Now()

@@ -3,7 +3,6 @@ package replication
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -179,11 +178,7 @@ func currentWAL(ctx context.Context, url string) (pglogrepl.LSN, error) {
 		return 0, err
 	}
 	defer conn.Close(context.WithoutCancel(ctx))
-	var s string
-	if err := conn.QueryRow(ctx, "SELECT pg_current_wal_lsn()::text").Scan(&s); err != nil {
-		return 0, fmt.Errorf("read source WAL position: %w", err)
-	}
-	return pglogrepl.ParseLSN(s)
+	return CommittedHead(ctx, conn)
 }
 
 // logProgress writes one line per period while work is applied. Its

@@ -339,3 +339,24 @@ func fullXid(next uint64, xid uint32) uint64 {
 	}
 	return epoch<<32 | uint64(xid)
 }
+
+// CommittedHead returns a WAL position every transaction committed on the
+// source so far lies before, and makes sure the slot's walsender can pass
+// it even when the source then stays idle. pg_current_wal_lsn() alone is
+// not enough: the WAL writer writes whole pages, so while a transaction is
+// open its last record can straddle that position, and nothing flushes the
+// record's end until the next commit on the source (on an idle one, the
+// background writer's next running-transactions record, up to 15 s later);
+// the walsender decodes only flushed records, so a wait for the position
+// would last until then. The same statement assigns a transaction ID: its
+// commit record follows the position and, as an asynchronous commit (it
+// wrote nothing), is flushed by the WAL writer within wal_writer_delay,
+// with everything before it. It costs the source one transaction ID and
+// an empty transaction, which pgoutput does not send.
+func CommittedHead(ctx context.Context, conn *pgx.Conn) (pglogrepl.LSN, error) {
+	var head string
+	if err := conn.QueryRow(ctx, "SELECT pg_current_wal_lsn()::text, txid_current()").Scan(&head, nil); err != nil {
+		return 0, fmt.Errorf("read the source's WAL position: %w", err)
+	}
+	return pglogrepl.ParseLSN(head)
+}
