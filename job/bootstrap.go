@@ -69,91 +69,29 @@ func (j *Job) readRecorded(ctx context.Context) (Recorded, error) {
 // passed.
 func (j *Job) Bootstrap(ctx context.Context, force bool, progress *snapshot.Progress) (*BootstrapReport, error) {
 	began := time.Now()
-	if failed := Preflight(ctx, j.opts, false).Failed(); len(failed) > 0 {
+	// The checks run on connections of their own while the plan is read:
+	// both only read, and with the source far away each of their queries
+	// is a round trip, as is each of pg_dump's. Checks that fail cancel
+	// the plan and are what is reported.
+	planCtx, cancelPlan := context.WithCancel(ctx)
+	defer cancelPlan()
+	checked := make(chan []CheckItem, 1)
+	go func() {
+		failed := Preflight(ctx, j.opts, false).Failed()
+		if len(failed) > 0 {
+			cancelPlan()
+		}
+		checked <- failed
+	}()
+	bp, err := j.planBootstrap(planCtx, force)
+	if failed := <-checked; len(failed) > 0 {
 		return nil, fmt.Errorf("%w: %d (pgsync check lists them all): %s", ErrChecks, len(failed), FailedItems(failed))
 	}
-	if err := pgconnect.ReplicaSession(ctx, j.tgt); err != nil {
-		return nil, err
-	}
-	tables, err := catalog.Resolve(ctx, j.src, j.opts.Tables)
 	if err != nil {
 		return nil, err
 	}
-	unlogged, err := catalog.UnloggedMatches(ctx, j.src, j.opts.Tables)
-	if err != nil {
-		return nil, err
-	}
-	for _, t := range unlogged {
-		j.log.Warn("skipping an UNLOGGED table: logical replication cannot publish it", "table", t.String())
-	}
-	if len(tables) == 0 {
-		return nil, fmt.Errorf("no source table matches job.tables %s", strings.Join(j.opts.Tables, ", "))
-	}
-	rec, err := j.readRecorded(ctx)
-	if err != nil {
-		return nil, err
-	}
-	plan, err := PlanBootstrap(rec, force)
-	switch {
-	case errors.Is(err, ErrAlreadyBootstrapped):
-		return nil, fmt.Errorf("job %s: %w (streaming resumes at %s)", j.opts.Job, err, rec.LSN)
-	case errors.Is(err, ErrForeignSlot):
-		return nil, fmt.Errorf("job %s: %w: %s", j.opts.Job, err, j.opts.Names.Slot)
-	case err != nil:
-		return nil, err
-	}
-	rep := &BootstrapReport{Job: j.opts.Job, Mode: plan.Mode}
-	var toCopy []catalog.Table
-	matched := make(map[string]bool, len(tables))
-	for _, t := range tables {
-		matched[t.String()] = true
-		if _, ok := plan.Keep[t.String()]; ok {
-			rep.Kept = append(rep.Kept, t.String())
-			continue
-		}
-		toCopy = append(toCopy, t)
-	}
-	var unpublished []catalog.Table
-	if plan.Mode == Resume {
-		published, err := replication.PublishedTables(ctx, j.src, j.opts.Names.Publication)
-		if err != nil {
-			return nil, err
-		}
-		isPublished := make(map[string]bool, len(published))
-		for _, p := range published {
-			name := p[0] + "." + p[1]
-			isPublished[name] = true
-			if !matched[name] {
-				return nil, fmt.Errorf("job.tables no longer names %s, published by the interrupted bootstrap: name it again, or start over with bootstrap --force", name)
-			}
-		}
-		for _, t := range toCopy {
-			if !isPublished[t.String()] {
-				unpublished = append(unpublished, t)
-			}
-		}
-	}
-	tp, err := j.planTarget(ctx, tablePtrs(toCopy), plan.Owned, plan.EmptyAll)
-	if err != nil {
-		return nil, err
-	}
-	// The schema: from pg_dump into a target without the job's tables,
-	// else the built-in creator, which makes no functions.
-	var dump *dumpScope
-	if plan.Mode != Resume {
-		var why string
-		if dump, why, err = j.choosePgDump(ctx, tables, tp); err != nil {
-			return nil, err
-		}
-		if dump == nil && len(tp.create) > 0 {
-			j.log.Info("the built-in creator makes the missing tables, their types, keys, indexes and constraints (not functions, views, triggers, policies, grants or comments)", "why_not_pg_dump", why)
-		}
-	}
-	if dump == nil {
-		if err := j.checkDefaultFunctions(ctx, tp); err != nil {
-			return nil, err
-		}
-	}
+	tables, rec, plan, toCopy, unpublished, tp, dump := bp.tables, bp.rec, bp.plan, bp.toCopy, bp.unpublished, bp.tp, bp.dump
+	rep := &BootstrapReport{Job: j.opts.Job, Mode: plan.Mode, Kept: bp.kept}
 
 	// Every check passed: from here on each step records what it did.
 	j.log.Info("bootstrap", "job", j.opts.Job, "mode", plan.Mode.String(), "previous_state", rec.State,
@@ -305,6 +243,108 @@ func (j *Job) Bootstrap(ctx context.Context, force bool, progress *snapshot.Prog
 		"rows", rows, "bytes", bytes, "seconds", fmt.Sprintf("%.2f", rep.Seconds),
 		"mb_per_s", fmt.Sprintf("%.1f", float64(bytes)/1e6/rep.Seconds), "stream_from", rep.StreamFrom.String())
 	return rep, nil
+}
+
+// bootstrapPlan is what bootstrap reads before it records anything.
+type bootstrapPlan struct {
+	tables      []catalog.Table
+	rec         Recorded
+	plan        BootstrapPlan
+	kept        []string // tables an interrupted bootstrap copied, kept
+	toCopy      []catalog.Table
+	unpublished []catalog.Table // of toCopy, those a resumed bootstrap adds to the publication
+	tp          targetPlan
+	dump        *dumpScope // nil: the built-in creator
+}
+
+// planBootstrap reads, and changes nothing on either server: the job's
+// tables, what is recorded of the job, the target's plan and, for a
+// target without the job's tables, pg_dump's schema.
+func (j *Job) planBootstrap(ctx context.Context, force bool) (*bootstrapPlan, error) {
+	if err := pgconnect.ReplicaSession(ctx, j.tgt); err != nil {
+		return nil, err
+	}
+	tables, err := catalog.Resolve(ctx, j.src, j.opts.Tables)
+	if err != nil {
+		return nil, err
+	}
+	unlogged, err := catalog.UnloggedMatches(ctx, j.src, j.opts.Tables)
+	if err != nil {
+		return nil, err
+	}
+	for _, t := range unlogged {
+		j.log.Warn("skipping an UNLOGGED table: logical replication cannot publish it", "table", t.String())
+	}
+	if len(tables) == 0 {
+		return nil, fmt.Errorf("no source table matches job.tables %s", strings.Join(j.opts.Tables, ", "))
+	}
+	rec, err := j.readRecorded(ctx)
+	if err != nil {
+		return nil, err
+	}
+	plan, err := PlanBootstrap(rec, force)
+	switch {
+	case errors.Is(err, ErrAlreadyBootstrapped):
+		return nil, fmt.Errorf("job %s: %w (streaming resumes at %s)", j.opts.Job, err, rec.LSN)
+	case errors.Is(err, ErrForeignSlot):
+		return nil, fmt.Errorf("job %s: %w: %s", j.opts.Job, err, j.opts.Names.Slot)
+	case err != nil:
+		return nil, err
+	}
+	bp := &bootstrapPlan{tables: tables, rec: rec, plan: plan}
+	var toCopy []catalog.Table
+	matched := make(map[string]bool, len(tables))
+	for _, t := range tables {
+		matched[t.String()] = true
+		if _, ok := plan.Keep[t.String()]; ok {
+			bp.kept = append(bp.kept, t.String())
+			continue
+		}
+		toCopy = append(toCopy, t)
+	}
+	var unpublished []catalog.Table
+	if plan.Mode == Resume {
+		published, err := replication.PublishedTables(ctx, j.src, j.opts.Names.Publication)
+		if err != nil {
+			return nil, err
+		}
+		isPublished := make(map[string]bool, len(published))
+		for _, p := range published {
+			name := p[0] + "." + p[1]
+			isPublished[name] = true
+			if !matched[name] {
+				return nil, fmt.Errorf("job.tables no longer names %s, published by the interrupted bootstrap: name it again, or start over with bootstrap --force", name)
+			}
+		}
+		for _, t := range toCopy {
+			if !isPublished[t.String()] {
+				unpublished = append(unpublished, t)
+			}
+		}
+	}
+	tp, err := j.planTarget(ctx, tablePtrs(toCopy), plan.Owned, plan.EmptyAll)
+	if err != nil {
+		return nil, err
+	}
+	// The schema: from pg_dump into a target without the job's tables,
+	// else the built-in creator, which makes no functions.
+	var dump *dumpScope
+	if plan.Mode != Resume {
+		var why string
+		if dump, why, err = j.choosePgDump(ctx, tables, tp); err != nil {
+			return nil, err
+		}
+		if dump == nil && len(tp.create) > 0 {
+			j.log.Info("the built-in creator makes the missing tables, their types, keys, indexes and constraints (not functions, views, triggers, policies, grants or comments)", "why_not_pg_dump", why)
+		}
+	}
+	if dump == nil {
+		if err := j.checkDefaultFunctions(ctx, tp); err != nil {
+			return nil, err
+		}
+	}
+	bp.toCopy, bp.unpublished, bp.tp, bp.dump = toCopy, unpublished, tp, dump
+	return bp, nil
 }
 
 // markTables moves tables through ev (NextTableState) and records their

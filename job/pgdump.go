@@ -172,6 +172,7 @@ WHERE NOT EXISTS (SELECT 1 FROM pg_available_extensions a WHERE a.name = e)`, ex
 	// give objects to their owners. The two pg_dumps run at once: each
 	// makes a round trip to the source per catalog query, which a source
 	// far away makes long (0.86 s each at a 10 ms round trip).
+	dumpBegan := time.Now()
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() (err error) {
 		d.preData, err = d.dump(gctx, j.opts.SourceURL, "pre-data")
@@ -184,6 +185,9 @@ WHERE NOT EXISTS (SELECT 1 FROM pg_available_extensions a WHERE a.name = e)`, ex
 	if err := g.Wait(); err != nil {
 		return nil, "", err
 	}
+	// Its own line: with the source far away, the dump is most of what
+	// bootstrap does before the copy (docs/benchmarks.md).
+	j.log.Info("schema read with pg_dump", "sections", "pre-data, post-data", "seconds", fmt.Sprintf("%.2f", time.Since(dumpBegan).Seconds()))
 	if why, err := j.missingRoles(ctx, d); err != nil || why != "" {
 		return nil, why, err
 	}

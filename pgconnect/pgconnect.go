@@ -58,11 +58,18 @@ func apply(cfg *pgconn.Config) {
 }
 
 // Connect opens a normal connection. role names the server ("source" or
-// "target") in the error.
+// "target") in the error. A source connection sends each query in one
+// round trip (QueryExecModeExec) instead of pgx's default two, a prepare
+// and then the execution: the source is the server that may be far away,
+// and what pgsync asks it is one-off catalog queries, which a cached
+// statement would not save parsing for.
 func Connect(ctx context.Context, role, url string) (*pgx.Conn, error) {
 	cfg, err := ParseConfig(url)
 	if err != nil {
 		return nil, fmt.Errorf("%s url: %w", role, err)
+	}
+	if role == "source" {
+		cfg.DefaultQueryExecMode = pgx.QueryExecModeExec
 	}
 	conn, err := pgx.ConnectConfig(ctx, cfg)
 	if err != nil {
