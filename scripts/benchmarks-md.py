@@ -527,15 +527,44 @@ if rc:
 (`bench-results/rtt-copy/`): the 100 MB dataset (two tables of 400,000
 rows) copied by pgsync bootstrap, by a plain `COPY | COPY` pipe and by a
 native subscription's initial copy, with the source behind
-`scripts/latency-proxy` for all three.
+`scripts/latency-proxy` for all three. pgsync's time is its whole
+bootstrap: the checks, pg_dump's schema (both sections, read at once; the
+native subscription copies into tables created beforehand, outside its
+time), the slot, the copy and the primary keys. The bootstrap log gives
+the parts: pg_dump's line (`schema read with pg_dump`), and from `slot
+created` to `bootstrap done`.
 
-| round trip | pgsync s | native s | COPY pipe s | pgsync / native |
-|---|---|---|---|---|""")
+| round trip | pgsync s | of which pg_dump s | slot to done s | native s | COPY pipe s | pgsync / native |
+|---|---|---|---|---|---|---|""")
+
+    def boot_parts(path):
+        """pg_dump's seconds and the seconds from 'slot created' to
+        'bootstrap done' in a bootstrap log (slog text lines)."""
+        dump, slot, done = None, None, None
+        if not os.path.exists(path):
+            return dump, None
+        for line in open(path):
+            t = re.search(r'time=(\S+)', line)
+            if 'msg="schema read with pg_dump"' in line:
+                dump = float(re.search(r'seconds=([0-9.]+)', line).group(1))
+            elif 'msg="slot created"' in line and t:
+                slot = t.group(1)
+            elif 'msg="bootstrap done"' in line and t:
+                done = t.group(1)
+        span = None
+        if slot and done:
+            from datetime import datetime
+            f = lambda v: datetime.fromisoformat(v.replace('Z', '+00:00'))
+            span = (f(done) - f(slot)).total_seconds()
+        return dump, span
+
     for name in sorted(rc, key=lambda n: int(n.rstrip('ms'))):
         d = rc[name]
         snap = d['snapshot']
         ps, ns, pp = snap['pgsync_seconds'], snap['native_subscription_seconds'], snap['copy_pipe_seconds']
-        w(f"| {name.replace('ms', ' ms')} | {ps:.2f} | {ns:.2f} | {pp:.2f} | {ps / ns:.2f} |")
+        dump, span = boot_parts(f'{R}/rtt-copy/{name}/bench-100mb-bootstrap.log')
+        fmt = lambda v: f'{v:.2f}' if v is not None else 'not logged'
+        w(f"| {name.replace('ms', ' ms')} | {ps:.2f} | {fmt(dump)} | {fmt(span)} | {ns:.2f} | {pp:.2f} | {ps / ns:.2f} |")
     w('')
 
 # COPY FREEZE: the first VACUUM (FREEZE) after a load (scripts/freeze-bench.sh).
