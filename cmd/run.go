@@ -2,6 +2,7 @@ package cmd
 
 import (
 	"context"
+	"log/slog"
 	"os"
 	"runtime"
 	"runtime/debug"
@@ -25,7 +26,7 @@ import (
 func (a *app) runCmd() *cobra.Command {
 	var untilCaughtUp bool
 	var logEvery time.Duration
-	var cpuProfile string
+	var cpuProfile, allocProfile string
 	var readPauseQueued int
 	var metricsAddr string
 	c := &cobra.Command{
@@ -82,6 +83,9 @@ error.`,
 				}
 				defer pprof.StopCPUProfile()
 			}
+			if allocProfile != "" {
+				defer writeAllocProfile(allocProfile)
+			}
 			stats := &replication.Stats{}
 			// Kept by apply, read by the progress line and the metrics.
 			prepared := &atomic.Int64{}
@@ -130,6 +134,8 @@ error.`,
 	c.Flags().BoolVar(&untilCaughtUp, "until-caught-up", false, "exit 0 once every transaction committed on the source before the start is applied and acknowledged")
 	c.Flags().StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile (for developers)")
 	_ = c.Flags().MarkHidden("cpuprofile")
+	c.Flags().StringVar(&allocProfile, "allocprofile", "", "write where the heap was allocated, at exit (for developers)")
+	_ = c.Flags().MarkHidden("allocprofile")
 	c.Flags().IntVar(&readPauseQueued, "read-pause-queued", 0, "queue length from which the reader pauses 1 ms before reading (0: 1024, -1: never; for developers)")
 	_ = c.Flags().MarkHidden("read-pause-queued")
 	c.Flags().DurationVar(&logEvery, "log-every", 10*time.Second, "period of the progress log line while applying")
@@ -170,6 +176,20 @@ func sourceColumns(url string) func(ctx context.Context, schema, table string) (
 
 // memoryLimit is run's soft memory limit: room for the queue twice over
 // (the reader's chunks and the applier's statements) plus the runtime.
+// writeAllocProfile writes the allocations since the start (pprof's
+// "allocs"): what the garbage collector has to reclaim per row.
+func writeAllocProfile(path string) {
+	f, err := os.Create(path)
+	if err != nil {
+		slog.Warn("allocation profile", "err", err)
+		return
+	}
+	defer f.Close()
+	if err := pprof.Lookup("allocs").WriteTo(f, 0); err != nil {
+		slog.Warn("allocation profile", "err", err)
+	}
+}
+
 func memoryLimit(maxInflightBytes int64) int64 {
 	return 64<<20 + 2*maxInflightBytes
 }

@@ -34,8 +34,9 @@ for run in 1-pause 2-nopause 3-pause 4-nopause; do
   PGSYNC_RUN_FLAGS="$flags" RESULTS=$R/catchup-runs/$run bash scripts/catchup-bench.sh
 done
 step "catchup-bench.sh with a CPU profile"
-PGSYNC_RUN_FLAGS="--cpuprofile $R/catchup-profile/pgsync-cpu.pprof" RESULTS=$R/catchup-profile bash scripts/catchup-bench.sh
+PGSYNC_RUN_FLAGS="--cpuprofile $R/catchup-profile/pgsync-cpu.pprof --allocprofile $R/catchup-profile/pgsync-allocs.pprof" RESULTS=$R/catchup-profile bash scripts/catchup-bench.sh
 go tool pprof -top -nodecount 40 bin/pgsync "$R/catchup-profile/pgsync-cpu.pprof" >"$R/catchup-profile/pprof-top.txt" 2>/dev/null
+go tool pprof -sample_index=alloc_space -top -nodecount 12 bin/pgsync "$R/catchup-profile/pgsync-allocs.pprof" >"$R/catchup-profile/pprof-allocs.txt" 2>/dev/null
 
 step "copy-bench.sh: one 8M-row table, 1, 2 and 4 streams"
 RESULTS=$R bash scripts/copy-bench.sh

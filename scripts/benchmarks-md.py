@@ -780,6 +780,20 @@ pgsync's own profile during one more catch-up (`run --cpuprofile`,
 ''' + '\n'.join(top) + '''
 ```
 ''')
+if os.path.exists(f'{R}/catchup-profile/pprof-allocs.txt'):
+    allocs = [l for l in open(f'{R}/catchup-profile/pprof-allocs.txt').read().splitlines() if l.strip()][:16]
+    w('''What the garbage collector reclaims, from the same run (`run --allocprofile`,
+`go tool pprof -sample_index=alloc_space -top`): pgx's write buffer, which
+pgx shrinks to 1 KiB after every flush over 1 KiB and then grows again by
+doubling while the next batch's Bind messages are encoded
+(`Bind.Encode`, `pgio.Append*`), and the reader's arena, which holds each
+WAL message until it is applied (`reader.enqueue`). pgx's API offers no
+way to keep the first buffer; a write path of pgsync's own would.
+
+```
+''' + '\n'.join(allocs) + '''
+```
+''')
 
 # Inserts as COPY
 w('''## Long runs of INSERTs as COPY (`scripts/insert-copy-bench`, `scripts/bigtxn-bench.sh`)

@@ -33,8 +33,9 @@ SIZES="1000000 5000000" RUNS=1 PGSYNC_BASE=$base/pgsync RESULTS=$R bash scripts/
 step "catchup-bench.sh"
 RESULTS=$R bash scripts/catchup-bench.sh >/dev/null
 step "catchup-bench.sh with a CPU profile"
-PGSYNC_RUN_FLAGS="--cpuprofile $R/catchup-profile/pgsync-cpu.pprof" RESULTS=$R/catchup-profile bash scripts/catchup-bench.sh >/dev/null
+PGSYNC_RUN_FLAGS="--cpuprofile $R/catchup-profile/pgsync-cpu.pprof --allocprofile $R/catchup-profile/pgsync-allocs.pprof" RESULTS=$R/catchup-profile bash scripts/catchup-bench.sh >/dev/null
 go tool pprof -top -nodecount 40 bin/pgsync "$R/catchup-profile/pgsync-cpu.pprof" >"$R/catchup-profile/pprof-top.txt" 2>/dev/null
+go tool pprof -sample_index=alloc_space -top -nodecount 12 bin/pgsync "$R/catchup-profile/pgsync-allocs.pprof" >"$R/catchup-profile/pprof-allocs.txt" 2>/dev/null
 step "rtt-bench.sh"
 RTTS="0 2 10" RUNS=3 RESULTS=$R bash scripts/rtt-bench.sh >/dev/null
 for ms in 0 2 10; do
