@@ -103,6 +103,7 @@ type Applier struct {
 	hash      maphash.Hash
 
 	pipeline    *pgconn.Pipeline
+	writeBuf    []byte    // pgx's write buffer, kept across writes (writeBuffer)
 	pending     []pending // statements sent, results not read yet, from pendingHead
 	pendingHead int
 	batchEnds   []int // end of each batch in pending whose Sync was sent

@@ -62,12 +62,58 @@ func (a *Applier) queued(ctx context.Context, rows int, n int64) error {
 	}
 	if a.sinceFlush >= flushEvery {
 		a.sinceFlush = 0
-		if err := a.pipeline.Flush(); err != nil {
+		if err := a.flush(false); err != nil {
 			return a.fail(ctx, fmt.Errorf("send to target at %s: %w", a.sourceLSN, err))
 		}
 	}
 	return nil
 }
+
+// flush writes what the pipeline holds, after a Sync when sync is set,
+// with the applier's own write buffer (writeBuffer).
+func (a *Applier) flush(sync bool) error {
+	if sync {
+		a.pipeline.SendPipelineSync()
+	}
+	frontend := a.conn.PgConn().Frontend()
+	frontend.Send(writeBuffer{&a.writeBuf}) // keep the buffer pgx may have grown
+	err := a.pipeline.Flush()
+	frontend.Send(writeBuffer{&a.writeBuf}) // and give it back for what comes next
+	return err
+}
+
+// writeBuffer is a message of no bytes that swaps the buffer pgx's
+// Frontend encodes into. pgx drops that buffer after every write of more
+// than 1 KiB and grows a new one by doubling while the next statements are
+// encoded: on the catch-up that was three quarters of what run allocated,
+// and most of the garbage collector's work (docs/benchmarks.md). Sent
+// before a write, it keeps the buffer pgx grew (up to maxWriteBuffer);
+// after it, it hands that buffer back, with whatever pgx holds. Reusing
+// it is safe because a writer does not retain what it was given (io.Writer).
+type writeBuffer struct{ kept *[]byte }
+
+// maxWriteBuffer bounds the buffer kept across writes: a batch with one
+// large value passes through pgx's own buffer and is not kept.
+const maxWriteBuffer = 1 << 20
+
+// Encode returns dst's bytes in the kept buffer, or keeps dst when it is
+// the larger one.
+func (w writeBuffer) Encode(dst []byte) ([]byte, error) {
+	kept := *w.kept
+	if cap(dst) >= cap(kept) {
+		if cap(dst) > cap(kept) && cap(dst) <= maxWriteBuffer {
+			*w.kept = dst[:0]
+		}
+		return dst, nil
+	}
+	return append(kept[:0], dst...), nil
+}
+
+// Decode is never called: the message is only sent.
+func (writeBuffer) Decode([]byte) error { return errors.New("writeBuffer is not decoded") }
+
+// Frontend marks writeBuffer as a message to the server.
+func (writeBuffer) Frontend() {}
 
 // send ends the current batch with a Sync and sends it, then reads the
 // results of the batches before it: one batch stays in flight.
@@ -77,7 +123,7 @@ func (a *Applier) send(ctx context.Context) error {
 		return nil
 	}
 	if n := len(a.batchEnds); n == 0 || a.batchEnds[n-1] != len(a.pending) {
-		if err := a.pipeline.Sync(); err != nil {
+		if err := a.flush(true); err != nil {
 			return a.fail(ctx, fmt.Errorf("send to target at %s: %w", a.sourceLSN, err))
 		}
 		a.batchEnds = append(a.batchEnds, len(a.pending))
