@@ -638,17 +638,39 @@ transactions then peak at {g200rss} (`GOGC=200 scripts/stream-bench.sh`,
 `bench-results/experiments/gogc/stream-gogc200.json`), over their 40 MB;
 GOGC 400, the largest saving (0.67-0.68 s), for an RSS peak of 41-44 MB
 on the catch-up. GOGC in the environment still sets it. The
-profile of the catch-up (`bench-results/catchup-profile/pprof-top.txt`)
-says what bounds the rest: the garbage collector's marking (a quarter of
-the samples), most of what it collects being pgx's write buffer, which
-its Frontend shrinks back to 1 KiB after every flush of more than 1 KiB so
-that each batch grows it again (`Bind.Encode` -> `growslice`); the system
-calls of the pipeline's writes and of each COPY run, which pgx sends
-outside the pipeline (a drain, then `CopyFrom`, two round trips a run);
-and reading the stream, which alone costs the read-and-discard floor
-0.45 s of CPU. Reaching 0.45 s for all of pgsync would take a
-write path of pgsync's own below pgx (keeping its buffer, sending COPY
-inside the pipeline); not done.
+profile of the catch-up then (at a65b350) showed what bounded the rest:
+the garbage collector's marking (a quarter of the samples), most of what
+it collects being pgx's write buffer, which its Frontend shrinks back to
+1 KiB after every flush of more than 1 KiB so that each batch grows it
+again (`Bind.Encode` -> `growslice`); the system calls of the pipeline's
+writes and of each COPY run, which pgx sends outside the pipeline (a
+drain, then `CopyFrom`, two round trips a run); and reading the stream,
+which alone costs the read-and-discard floor 0.45 s of CPU.
+""")
+    wb = {p.split('/')[-2]: j(p) for p in sorted(glob.glob(f'{R}/experiments/write-buffer/*/catchup.json'))}
+    if wb:
+        w("""Then the write buffer kept (`bench-results/experiments/write-buffer/`):
+`before` is b2a7717, `kept` the commit after it (d56824e), whose applier
+sends pgx's Frontend a message of no bytes around each flush that hands it
+the applier's own buffer (`writeBuffer` in apply/pipeline.go), so that
+pgx's buffer is no longer dropped and regrown after every write
+(`PGSYNC=<build> RESULTS=bench-results/experiments/write-buffer/<build>-<round>
+scripts/catchup-bench.sh`, interleaved):
+
+| build | round | pgsync s | pgsync CPU s | walsender CPU s | target backend CPU s | RSS peak | native s |
+|---|---|---|---|---|---|---|---|""")
+        for name, c in sorted(wb.items(), key=lambda kv: (kv[0].rsplit('-', 1)[1], ['before', 'kept'].index(kv[0].rsplit('-', 1)[0]))):
+            b, n = name.rsplit('-', 1)
+            cpu = c['pgsync']['cpu_seconds']
+            w(f"| {b} | {n} | {c['pgsync']['seconds']:.2f} | {cpu['pgsync']} | {cpu['walsender']} | {cpu['target_backend']} | {c['pgsync']['rss_peak_mb']} MB | {c['native']['seconds']:.2f} |")
+        bcpu = [c['pgsync']['cpu_seconds']['pgsync'] for k, c in wb.items() if k.startswith('before')]
+        kcpu = [c['pgsync']['cpu_seconds']['pgsync'] for k, c in wb.items() if k.startswith('kept')]
+        w(f"""
+Kept: pgsync's CPU {rng(kcpu)} s against {rng(bcpu)} s. On the same
+catch-up run by hand with `GODEBUG=gctrace=1`, the garbage collector ran
+13 times instead of 69-73. The unit test `TestWriteBufferStopsRegrowth`
+pins the behaviour of pgx it works around (10 allocations per cycle of
+64 Bind messages and a write without it, 1 with it).
 """)
 
 # tuning.run_procs: run's GOMAXPROCS, 1 against one per core.
