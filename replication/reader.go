@@ -51,6 +51,12 @@ type reader struct {
 	streams     map[uint32]struct{}
 	deadlineSet time.Time
 	lastSent    time.Time // of the last status update
+	// now is the clock as readOne last read it: every clockEvery messages,
+	// and after a read that timed out. A clock read per message was a
+	// tenth of run's CPU on a catch-up; the rules it serves (the read
+	// deadline, wal_receiver_timeout, the keepalive period) are coarse.
+	now        time.Time
+	sinceClock int
 
 	// The silence clock, as PostgreSQL's walreceiver keeps it for
 	// wal_receiver_timeout (0: off). heard is set by every message received
@@ -79,8 +85,14 @@ func (r *reader) readOne(ctx context.Context) error {
 		return err
 	}
 	// A read deadline on the socket, renewed at most every half period,
-	// costs far less per message than a context with a deadline.
-	if now := time.Now(); now.Sub(r.deadlineSet) > readTimeout/2 {
+	// costs far less per message than a context with a deadline. A read
+	// that reaches an old deadline times out at once, and the clock is
+	// read again.
+	if r.sinceClock++; r.sinceClock >= clockEvery || r.now.IsZero() {
+		r.sinceClock = 0
+		r.now = time.Now()
+	}
+	if now := r.now; now.Sub(r.deadlineSet) > readTimeout/2 {
 		if err := r.checkSilence(now); err != nil {
 			return err
 		}
@@ -99,6 +111,7 @@ func (r *reader) readOne(ctx context.Context) error {
 	msg, err := r.conn.ReceiveMessage(context.Background())
 	if err != nil {
 		if pgconn.Timeout(err) && ctx.Err() == nil {
+			r.sinceClock = clockEvery
 			return r.afterMessage()
 		}
 		if ctx.Err() != nil {
@@ -347,7 +360,7 @@ func (r *reader) feedback(serverEnd pglogrepl.LSN, mustSend bool) feedback {
 		serverEnd: serverEnd,
 		drained:   !r.inTxn && len(r.streams) == 0 && len(r.queue) == 0 && r.pos.Idle(),
 		mustSend:  mustSend,
-		quiet:     time.Since(r.lastSent),
+		quiet:     r.now.Sub(r.lastSent),
 	}
 }
 

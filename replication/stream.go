@@ -135,6 +135,7 @@ const (
 	lazyReadQueued = 1024
 	lazyReadPause  = time.Millisecond
 	queueMessages  = 1 << 16
+	clockEvery     = 16 // messages between two clock reads of the reader
 )
 
 // walMessage is one pgoutput message, with the queue bytes it holds.
