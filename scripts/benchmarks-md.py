@@ -647,30 +647,46 @@ writes and of each COPY run, which pgx sends outside the pipeline (a
 drain, then `CopyFrom`, two round trips a run); and reading the stream,
 which alone costs the read-and-discard floor 0.45 s of CPU.
 """)
-    wb = {p.split('/')[-2]: j(p) for p in sorted(glob.glob(f'{R}/experiments/write-buffer/*/catchup.json'))}
-    if wb:
-        w("""Then the write buffer kept (`bench-results/experiments/write-buffer/`):
+    def before_kept(name, intro):
+        """An interleaved before/kept experiment on the catch-up: its table
+        and the CPU ranges of both builds (None when it was not run)."""
+        runs = {p.split('/')[-2]: j(p) for p in sorted(glob.glob(f'{R}/experiments/{name}/*/catchup.json'))}
+        if not runs:
+            return None
+        w(intro + """
+
+| build | round | pgsync s | pgsync CPU s | walsender CPU s | target backend CPU s | RSS peak | native s |
+|---|---|---|---|---|---|---|---|""")
+        for k, c in sorted(runs.items(), key=lambda kv: (kv[0].rsplit('-', 1)[1], ['before', 'kept'].index(kv[0].rsplit('-', 1)[0]))):
+            b, n = k.rsplit('-', 1)
+            cpu = c['pgsync']['cpu_seconds']
+            w(f"| {b} | {n} | {c['pgsync']['seconds']:.2f} | {cpu['pgsync']} | {cpu['walsender']} | {cpu['target_backend']} | {c['pgsync']['rss_peak_mb']} MB | {c['native']['seconds']:.2f} |")
+        cpus = lambda b: [c['pgsync']['cpu_seconds']['pgsync'] for k, c in runs.items() if k.startswith(b)]
+        return rng(cpus('kept')), rng(cpus('before'))
+
+    wb = before_kept('write-buffer', """Then the write buffer kept (`bench-results/experiments/write-buffer/`):
 `before` is b2a7717, `kept` the commit after it (d56824e), whose applier
 sends pgx's Frontend a message of no bytes around each flush that hands it
 the applier's own buffer (`writeBuffer` in apply/pipeline.go), so that
 pgx's buffer is no longer dropped and regrown after every write
 (`PGSYNC=<build> RESULTS=bench-results/experiments/write-buffer/<build>-<round>
-scripts/catchup-bench.sh`, interleaved):
-
-| build | round | pgsync s | pgsync CPU s | walsender CPU s | target backend CPU s | RSS peak | native s |
-|---|---|---|---|---|---|---|---|""")
-        for name, c in sorted(wb.items(), key=lambda kv: (kv[0].rsplit('-', 1)[1], ['before', 'kept'].index(kv[0].rsplit('-', 1)[0]))):
-            b, n = name.rsplit('-', 1)
-            cpu = c['pgsync']['cpu_seconds']
-            w(f"| {b} | {n} | {c['pgsync']['seconds']:.2f} | {cpu['pgsync']} | {cpu['walsender']} | {cpu['target_backend']} | {c['pgsync']['rss_peak_mb']} MB | {c['native']['seconds']:.2f} |")
-        bcpu = [c['pgsync']['cpu_seconds']['pgsync'] for k, c in wb.items() if k.startswith('before')]
-        kcpu = [c['pgsync']['cpu_seconds']['pgsync'] for k, c in wb.items() if k.startswith('kept')]
+scripts/catchup-bench.sh`, interleaved):""")
+    if wb:
         w(f"""
-Kept: pgsync's CPU {rng(kcpu)} s against {rng(bcpu)} s. On the same
+Kept: pgsync's CPU {wb[0]} s against {wb[1]} s. On the same
 catch-up run by hand with `GODEBUG=gctrace=1`, the garbage collector ran
 13 times instead of 69-73. The unit test `TestWriteBufferStopsRegrowth`
 pins the behaviour of pgx it works around (10 allocations per cycle of
 64 Bind messages and a write without it, 1 with it).
+""")
+    rc = before_kept('reader-clock', """Then the reader's clock (`bench-results/experiments/reader-clock/`):
+`before` is 4baeb9e, `kept` the commit after it (f44945f), whose reader reads the
+clock every 16 messages and after a read that timed out instead of for
+every message (a tenth of pgsync's CPU samples were clock reads), the
+same way:""")
+    if rc:
+        w(f"""
+Kept: pgsync's CPU {rc[0]} s against {rc[1]} s.
 """)
 
 # tuning.run_procs: run's GOMAXPROCS, 1 against one per core.
