@@ -144,6 +144,11 @@ Commit{'s' if len(commits) > 1 else ''} {', '.join('`' + c + '`' for c in commit
     two = ncpu['walsender'] + ncpu['apply_worker']
     w(f"| catch-up: pgsync's own CPU at most 0.45 s | {cpu['pgsync']} s (the read-and-discard floor alone: {min(r['cpu_seconds']['discard'] for r in cu18['floor']['runs'])} s) | {'yes' if cpu['pgsync'] <= 0.45 else 'no'} |")
     w(f"| catch-up: pgsync, its walsender and its target backend at most native's walsender and apply worker | {three:.2f} s vs {two:.2f} s | {'yes' if three <= two else 'no'} |")
+    rcopy = {p.split('/')[-2]: j(p) for p in glob.glob(f'{R}/rtt-copy/*/bench-100mb.json')}
+    if rcopy:
+        parts = [f"{n.replace('ms', ' ms')} {d['snapshot']['pgsync_seconds']:.2f} s vs {d['snapshot']['native_subscription_seconds']:.2f} s"
+                 for n, d in sorted(rcopy.items(), key=lambda kv: int(kv[0].rstrip('ms')))]
+        w(f"| the two-table copy (100 MB) at 0, 2 and 10 ms, native beside pgsync | {'; '.join(parts)} (pgsync's includes pg_dump's schema, native's tables exist beforehand) | recorded (below) |")
     fr = {r['who']: r for r in fz['runs']}
     w(f"| first VACUUM (FREEZE) after the 1 GB load, with and without COPY FREEZE | {fr['frozen']['vacuum_freeze_seconds']:.2f} s and {fr['frozen']['vacuum_freeze_wal_bytes'] / 1e6:.0f} MB of WAL with FREEZE; {fr['plain']['vacuum_freeze_seconds']:.2f} s and {fr['plain']['vacuum_freeze_wal_bytes'] / 1e6:.0f} MB without; after pgsync bootstrap {fr['pgsync']['vacuum_freeze_seconds']:.2f} s, {fr['pgsync']['vacuum_freeze_wal_bytes'] / 1e6:.0f} MB | measured (below) |")
     w('')
@@ -443,18 +448,42 @@ transaction runs).
         spool = f"{r['spool_bytes'] / 1e6:.0f} MB" if r['spool_bytes'] else ''
         w(f"| {r['rows']:,} | {names.get(r['who'], r['who'])} | {r['seconds_after_commit']:.2f} | {r['seconds_after_commit'] / nat['seconds_after_commit']:.2f} | {r['walsender_cpu_s']:.2f} | {rss} | {spool} |")
     w('')
-    w("""What is left after the COMMIT is the source's: the walsender decodes the
+
+    def progress(path):
+        """(spool MB/s over the progress lines while the spool grew, the
+        largest lag_bytes) from a run log's progress lines."""
+        pts, lag = [], 0
+        if not os.path.exists(path):
+            return None, None
+        for line in open(path):
+            if 'msg=applying' not in line:
+                continue
+            m = re.search(r'spool_bytes=(\d+)', line)
+            if not m:
+                continue
+            sp = int(m.group(1))
+            if m := re.search(r'lag_bytes=(\d+)', line):  # silent_s instead when the source was silent
+                lag = max(lag, int(m.group(1)))
+            if not pts or sp > pts[-1]:
+                pts.append(sp)
+        rate = (pts[-1] - pts[0]) / 1e6 / (len(pts) - 1) if len(pts) > 1 else None
+        return rate, lag
+    rate_now, _ = progress(f'{R}/stream-pgsync-1000000.log')
+    rate_base, _ = progress(f'{R}/stream-base-1000000.log')
+    _, lag5 = progress(f'{R}/stream-pgsync-5000000.log')
+    fmt = lambda v: f'{v:.0f}' if v is not None else '(not logged)'
+    w(f"""What is left after the COMMIT is the source's: the walsender decodes the
 transaction while it runs but falls behind the INSERT (the progress lines
 in `bench-results/stream-pgsync-5000000.log` show the source's WAL up to
-1.1 GB ahead of what it has sent by the COMMIT), and it sends the last
+{(lag5 or 0) / 1e9:.1f} GB ahead of what it has sent), and it sends the last
 `logical_decoding_work_mem` of changes, then the commit, only once it has
 decoded that far. pgsync's second session keeps up with what arrives, so
 the rows are on the target, uncommitted, when the commit arrives; native
 (PostgreSQL 15) starts applying only then. On two cores that second
 session competes with the walsender and the source's backend while the
-transaction runs: in the 1M-row runs the spool grew at about 40 MB/s when
-applied as it arrived and about 63 MB/s when only spooled (the build
-before; `stream-*-1000000.log`), so more is left to decode after the
+transaction runs: in the 1M-row runs the spool grew at about {fmt(rate_now)} MB/s when
+applied as it arrived and about {fmt(rate_base)} MB/s when only spooled (the build
+before; `stream-*-1000000.log`, one progress line a second), so more is left to decode after the
 COMMIT, which takes most of the gain at that size; at 5M rows, where the
 COMMIT comes long after the first segments, the gain holds. The
 walsender's CPU is below native's, and pgsync's RSS stays near 32 MB
@@ -482,26 +511,48 @@ pgsync's runs no wider than native's.
         rtt = 'direct' if r['rtt_ms'] is None else f"{r['rtt_ms']} ms"
         w(f"| {rtt} | {', '.join('%.2f' % x for x in r['native_seconds'])} | {', '.join('%.2f' % x for x in r['pgsync_seconds'])} | {', '.join('%.2f' % x for x in r['pgsync_vs_native'])} | {r['native_spread_seconds']:.2f} / {r['pgsync_spread_seconds']:.2f} s |")
     w('')
-    w("""Runs through the proxy are bimodal, for native and pgsync alike, and what
+    runs = {p.split('/')[-2]: j(p) for p in glob.glob(f'{R}/rtt/*/catchup.json')}
+    w("""Each run (`bench-results/rtt/<round trip>-<run>/catchup.json`), with the CPU
+seconds of the processes and the target transactions pgsync committed:
+
+| run | pgsync s | target commits | pgsync CPU | its walsender | its target backend | native s | native's walsender | apply worker |
+|---|---|---|---|---|---|---|---|---|""")
+    order = sorted(runs, key=lambda k: (int(k.split('ms')[0]), int(k.split('-')[1])))
+    for k in order:
+        c = runs[k]
+        p, n = c['pgsync']['cpu_seconds'], c['native']['cpu_seconds']
+        w(f"| {k} | {c['pgsync']['seconds']:.2f} | {c['pgsync']['target_commits']} | {p['pgsync']} | {p['walsender']} | {p['target_backend']} | {c['native']['seconds']:.2f} | {n['walsender']} | {n['apply_worker']} |")
+    slow = [runs[k] for k in order if runs[k]['pgsync']['target_commits'] > 200]
+    fast = [runs[k] for k in order if runs[k]['pgsync']['target_commits'] <= 200]
+    nslow = [runs[k] for k in order if runs[k]['native']['cpu_seconds']['walsender'] > 1.5]
+    def cpus(rs, who, proc): return rng([r[who]['cpu_seconds'][proc] for r in rs]) if rs else 'none'
+    def secs(rs, who): return rng([r[who]['seconds'] for r in rs]) if rs else 'none'
+    w(f"""
+Runs through the proxy are bimodal, for native and pgsync alike, and what
 sets the mode is the walsender. It calls `pq_flush_if_writable` after
 every WAL record: when the consumer drains its socket (the proxy reads
 eagerly whenever the consumer keeps up with it), every message goes out
 in a `send()` of its own; when the socket is full, messages gather into
-8 KB writes. So each run settles in one of two states and stays there: a
-consumer that falls behind at the start keeps the pipe full and the
-walsender cheap (pgsync about 2.5-3 s, some 30 target commits); one that
-keeps up gets small messages from a walsender that now spends 2.7-3.2 s
-of CPU instead of 1.0-1.2 s on the same WAL, commits every transaction or
-two (1,300-2,000 target commits) and reads a few hundred bytes a time
-(9-10.6 s). Native's slow runs show the same walsender CPU (1.7-2.2 s
-against 1.0-1.1 s). The commit per transaction is not what makes it slow:
+8 KB writes. So each run settles in one of two states and stays there. In
+this run, {len(fast)} of pgsync's {len(runs)} runs were fast ({secs(fast, 'pgsync')} s, at most 200 target
+commits; their walsender {cpus(fast, 'pgsync', 'walsender')} s of CPU) and {len(slow)} slow ({secs(slow, 'pgsync')} s,
+{rng([r['pgsync']['target_commits'] for r in slow], '%d') if slow else 'none'} target commits: a commit every few transactions; their
+walsender {cpus(slow, 'pgsync', 'walsender')} s, pgsync itself {cpus(slow, 'pgsync', 'pgsync')} s and the target backend
+{cpus(slow, 'pgsync', 'target_backend')} s, on the same WAL). Native had {len(nslow)} slow runs of {len(runs)} (walsender
+over 1.5 s of CPU: {secs(nslow, 'native')} s). Which mode a run takes is not chosen by either
+consumer: in the earlier run of this script at `a65b350` pgsync was fast
+in 7 of its 9 runs (0.57-1.17x native's time) and slow in 2 (3.38x and
+3.85x), with native slow at other times. The commit per transaction is not what makes it slow:
 reads in gulps (after a read of less than 16 KiB, wait 1 ms; below)
 brought the commits of slow runs from 1,300-1,800 to 114-152 and pgsync's
 CPU from 2.8-3.6 s to 1.7-2.6 s, and the slow runs stayed 7-10 s. What
 bounds them is the walsender's CPU per message, on cores it shares with
-everything else here; pgsync cannot choose the walsender's mode short of
-stalling its reads long enough to fill the pipe (hundreds of ms), which a
-live stream cannot afford. Not built.
+everything else here, and pgsync's own per small read; pgsync cannot
+choose the walsender's mode short of stalling its reads long enough to
+fill the pipe (hundreds of ms), which a live stream cannot afford. Not
+built: `synchronous_commit = off` on the target with the position
+acknowledged once the target's WAL is flushed (native's way), which would
+take the fsync out of each of the slow mode's commits.
 """)
     gr = {p.split('/')[-2]: j(p) for p in sorted(glob.glob(f'{R}/experiments/gulp-reads/*/catchup.json'))}
     if gr:
