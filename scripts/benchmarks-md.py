@@ -550,9 +550,32 @@ bounds them is the walsender's CPU per message, on cores it shares with
 everything else here, and pgsync's own per small read; pgsync cannot
 choose the walsender's mode short of stalling its reads long enough to
 fill the pipe (hundreds of ms), which a live stream cannot afford. Not
-built: `synchronous_commit = off` on the target with the position
-acknowledged once the target's WAL is flushed (native's way), which would
-take the fsync out of each of the slow mode's commits.
+built, so not measured: `synchronous_commit = off` on the target with the
+position acknowledged once the target's WAL is flushed (native's way),
+which would take the fsync out of each of the slow mode's commits; the
+gulp experiment, which cut the commits tenfold, suggests the walsender
+would still bound those runs.
+""")
+    rm = {p.split('/')[-2]: j(p) for p in sorted(glob.glob(f'{R}/experiments/rtt-mode/*/catchup.json'))}
+    if rm:
+        w("""Whether the builds that spend less CPU per row (the write buffer and the
+reader's clock, below) fall into the slow mode more often: the catch-up
+at 2 ms, `abc2e8b` (`start`, before them) and `b1f4ec3` (`head`)
+interleaved, four runs each (`PGSYNC=<build> RTT_MS=2
+RESULTS=bench-results/experiments/rtt-mode/<build>-2ms-<run>
+scripts/catchup-bench.sh`):
+
+| build | run | pgsync s | target commits | pgsync CPU | its walsender | native s | native's walsender |
+|---|---|---|---|---|---|---|---|""")
+        for k in sorted(rm, key=lambda k: (k.split('-')[-1], k.split('-')[0] != 'start')):
+            c = rm[k]
+            p, n = c['pgsync']['cpu_seconds'], c['native']['cpu_seconds']
+            w(f"| {k.split('-')[0]} | {k.split('-')[-1]} | {c['pgsync']['seconds']:.2f} | {c['pgsync']['target_commits']} | {p['pgsync']} | {p['walsender']} | {c['native']['seconds']:.2f} | {n['walsender']} |")
+        nslow = lambda b: sum(1 for k, c in rm.items() if k.startswith(b) and c['pgsync']['target_commits'] > 200)
+        nn = sum(1 for c in rm.values() if c['native']['cpu_seconds']['walsender'] > 1.5)
+        w(f"""
+Slow runs: `start` {nslow('start')} of {sum(1 for k in rm if k.startswith('start'))}, `head` {nslow('head')} of {sum(1 for k in rm if k.startswith('head'))}, native {nn} of {len(rm)}: both builds and
+native fall into it; four runs each cannot tell their rates apart.
 """)
     gr = {p.split('/')[-2]: j(p) for p in sorted(glob.glob(f'{R}/experiments/gulp-reads/*/catchup.json'))}
     if gr:
