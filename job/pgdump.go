@@ -87,6 +87,9 @@ func (j *Job) choosePgDump(ctx context.Context, tables []catalog.Table, tp targe
 	}
 	version, err := pgDumpVersion(ctx, path)
 	if err != nil {
+		if ctx.Err() != nil {
+			return nil, "", ctx.Err() // cancelled (a check failed): not a reason to do without pg_dump
+		}
 		return nil, err.Error(), nil
 	}
 	var srcVersion int

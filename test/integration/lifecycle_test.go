@@ -255,3 +255,54 @@ func TestBootstrapSaysWhatItWaitsFor(t *testing.T) {
 		t.Fatalf("bootstrap: exit %d\n%s", code, bg.stderr.String())
 	}
 }
+
+// TestBootstrapFailedCheckRecordsNothing: bootstrap runs its checks beside
+// the read-only plan, pg_dump's schema included (bootstrap into an empty
+// target). A failed check is what it reports, with its fix, and nothing is
+// recorded or created on either server; the same bootstrap with the check
+// fixed then runs.
+func TestBootstrapFailedCheckRecordsNothing(t *testing.T) {
+	e := newEnv(t, `CREATE TABLE t (id int PRIMARY KEY, v text); INSERT INTO t SELECT g, 'v' FROM generate_series(1, 100) g;`, "")
+	role := "norepl_" + e.db
+	e.srcExec(`CREATE ROLE ` + role + ` LOGIN`)
+	e.srcExec(`GRANT SELECT ON ALL TABLES IN SCHEMA public TO ` + role)
+	t.Cleanup(func() {
+		_, _ = e.src.Exec(context.Background(), `DROP OWNED BY `+role)
+		_, _ = e.src.Exec(context.Background(), `DROP ROLE `+role)
+	})
+	good, err := os.ReadFile(e.cfgPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bad := strings.Replace(string(good), "postgres://postgres@127.0.0.1:"+sourcePort, "postgres://"+role+"@127.0.0.1:"+sourcePort, 1)
+	if bad == string(good) {
+		t.Fatal("the source url was not rewritten")
+	}
+	if err := os.WriteFile(e.cfgPath, []byte(bad), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r := e.pgsync("bootstrap")
+	if r.code != 1 || !strings.Contains(r.stderr, "REPLICATION") || !strings.Contains(r.stderr, "ALTER ROLE") {
+		t.Fatalf("bootstrap by a user without REPLICATION: exit %d, want 1 naming the check and its fix\n%s", r.code, r.stderr)
+	}
+	if strings.Contains(r.stderr, "built-in creator") {
+		t.Errorf("the refused bootstrap says it would do without pg_dump: a cancelled plan is not a reason\n%s", r.stderr)
+	}
+	if got := e.recorded(); got != "" {
+		t.Fatalf("a bootstrap refused by its checks recorded %q", got)
+	}
+	if e.slotExists() {
+		t.Fatal("a bootstrap refused by its checks created the slot")
+	}
+	if queryOne[bool](t, e.src, "SELECT EXISTS (SELECT 1 FROM pg_publication WHERE pubname = $1)", "pgsync_"+e.job) {
+		t.Fatal("a bootstrap refused by its checks created the publication")
+	}
+	if queryOne[bool](t, e.tgt, "SELECT to_regclass('public.t') IS NOT NULL") {
+		t.Fatal("a bootstrap refused by its checks created the target table")
+	}
+	if err := os.WriteFile(e.cfgPath, good, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	e.mustPgsync("bootstrap")
+	e.mustVerify()
+}
