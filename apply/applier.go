@@ -132,7 +132,7 @@ type Applier struct {
 // New returns an Applier writing through conn, which it owns from now on.
 func New(conn *pgx.Conn, opts Options) *Applier {
 	if opts.MaxBatchRows <= 0 {
-		opts.MaxBatchRows = 500
+		opts.MaxBatchRows = 8000
 	}
 	if opts.MaxBatchBytes <= 0 {
 		opts.MaxBatchBytes = 4 << 20

@@ -84,7 +84,7 @@ const (
 func DefaultTuning() Tuning {
 	return Tuning{
 		MaxInflightBytes:   16 << 20,
-		MaxBatchRows:       500,
+		MaxBatchRows:       8000,
 		MaxBatchBytes:      4 << 20,
 		BufferSizeKB:       256,
 		MaxParallelCopies:  2,

@@ -34,7 +34,7 @@ func TestParseDefaults(t *testing.T) {
 		t.Errorf("slot name = %q", cfg.SlotName())
 	}
 	d := DefaultTuning()
-	if d.MaxInflightBytes != 16*1024*1024 || d.MaxBatchBytes != 4*1024*1024 || d.MaxBatchRows != 500 || d.BufferSizeKB != 256 || d.MaxParallelCopies != 2 ||
+	if d.MaxInflightBytes != 16*1024*1024 || d.MaxBatchBytes != 4*1024*1024 || d.MaxBatchRows != 8000 || d.BufferSizeKB != 256 || d.MaxParallelCopies != 2 ||
 		d.WALReceiverTimeout != 60*time.Second || d.RunProcs != 1 || d.ApplyStreamed != "as-received" {
 		t.Errorf("defaults drifted from the documented ones: %+v", d)
 	}

@@ -106,7 +106,7 @@ counters. pgsync's own CPU seconds are its last log line's `cpu_s`.
 | Source | `wal_level=logical`, `max_slot_wal_keep_size=4GB`, `wal_sender_timeout=30s`, `shared_buffers=256MB`, `fsync=on` |
 | Target | `shared_buffers=256MB`, `fsync=on`, `wal_level=logical` (so that it can be a native subscriber) |
 | copy-bench | both clusters get `max_wal_size = 8GB` for the run, so that a checkpoint forced by WAL volume does not land in one contender's run and not in another's |
-| pgsync | `go build -trimpath`, Go {b100['environment']['go'].replace('go','')}, default tuning (`max_inflight_bytes` 16 MiB, `max_batch_rows` 500, `max_batch_bytes` 4 MiB, `buffer_size_kb` 256, `max_parallel_copies` 2, `copy_range_mb` 64) |
+| pgsync | `go build -trimpath`, Go {b100['environment']['go'].replace('go','')}, default tuning (`max_inflight_bytes` 16 MiB, `max_batch_rows` 500, 8000 in the speed issue's run (below), `max_batch_bytes` 4 MiB, `buffer_size_kb` 256, `max_parallel_copies` 2, `copy_range_mb` 64) |
 | Native | `CREATE SUBSCRIPTION ... WITH (copy_data = true)`, PostgreSQL's defaults (`synchronous_commit = off` for the apply worker, 2 sync workers per subscription) |
 | Writers | `pgbench -c 4` with a custom one-transaction script |
 
@@ -761,6 +761,26 @@ same way:""")
     if rc:
         w(f"""
 Kept: pgsync's CPU {rc[0]} s against {rc[1]} s.
+""")
+    br = {p.split('/')[-2]: j(p) for p in sorted(glob.glob(f'{R}/experiments/batch-rows/*/catchup.json'))}
+    if br:
+        w("""Then `tuning.max_batch_rows`, the rows sent between two synchronisation
+points, whose default of 500 had never been measured
+(`bench-results/experiments/batch-rows/`; `BENCH_TUNING='[tuning]
+max_batch_rows = N' RESULTS=... scripts/catchup-bench.sh` at 29464f3; 500 and 2000
+interleaved, then 8000). Each batch's end makes the applier read the
+results of the batch before it, a wait on the target connection; fewer,
+larger batches (still bounded by `max_batch_bytes`, 4 MiB, and written
+every 64 statements) mean fewer waits:
+
+| max_batch_rows | round | pgsync s | pgsync CPU s | walsender CPU s | target backend CPU s | RSS peak | native s |
+|---|---|---|---|---|---|---|---|""")
+        for k, c in sorted(br.items(), key=lambda kv: (int(kv[0].split('-')[0][4:]), kv[0].split('-')[1])):
+            n, rnd = k.split('-')
+            cpu = c['pgsync']['cpu_seconds']
+            w(f"| {n[4:]} | {rnd} | {c['pgsync']['seconds']:.2f} | {cpu['pgsync']} | {cpu['walsender']} | {cpu['target_backend']} | {c['pgsync']['rss_peak_mb']} MB | {c['native']['seconds']:.2f} |")
+        w("""
+Kept: 8000 is the default from the commit after 29464f3 on.
 """)
 
 # tuning.run_procs: run's GOMAXPROCS, 1 against one per core.
