@@ -540,9 +540,10 @@ commits; their walsender {cpus(fast, 'pgsync', 'walsender')} s of CPU) and {len(
 walsender {cpus(slow, 'pgsync', 'walsender')} s, pgsync itself {cpus(slow, 'pgsync', 'pgsync')} s and the target backend
 {cpus(slow, 'pgsync', 'target_backend')} s, on the same WAL). Native had {len(nslow)} slow runs of {len(runs)} (walsender
 over 1.5 s of CPU: {secs(nslow, 'native')} s). Which mode a run takes is not chosen by either
-consumer: in the earlier run of this script at `a65b350` pgsync was fast
-in 7 of its 9 runs (0.57-1.17x native's time) and slow in 2 (3.38x and
-3.85x), with native slow at other times. The commit per transaction is not what makes it slow:
+consumer: in the run of this script at `a65b350` pgsync was fast in 7
+of its 9 runs (0.57-1.17x native's time) and slow in 2 (3.38x and
+3.85x), at `b1f4ec3` fast in 2 of 9 with native slow in 2 of 9; the
+interleaved runs below find both builds and native in either mode. The commit per transaction is not what makes it slow:
 reads in gulps (after a read of less than 16 KiB, wait 1 ms; below)
 brought the commits of slow runs from 1,300-1,800 to 114-152 and pgsync's
 CPU from 2.8-3.6 s to 1.7-2.6 s, and the slow runs stayed 7-10 s. What
