@@ -174,8 +174,6 @@ func sourceColumns(url string) func(ctx context.Context, schema, table string) (
 	}
 }
 
-// memoryLimit is run's soft memory limit: room for the queue twice over
-// (the reader's chunks and the applier's statements) plus the runtime.
 // writeAllocProfile writes the allocations since the start (pprof's
 // "allocs"): what the garbage collector has to reclaim per row.
 func writeAllocProfile(path string) {
@@ -190,6 +188,8 @@ func writeAllocProfile(path string) {
 	}
 }
 
+// memoryLimit is run's soft memory limit: room for the queue twice over
+// (the reader's chunks and the applier's statements) plus the runtime.
 func memoryLimit(maxInflightBytes int64) int64 {
 	return 64<<20 + 2*maxInflightBytes
 }
