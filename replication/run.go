@@ -81,7 +81,7 @@ func Run(ctx context.Context, opts RunOptions, openTarget func(context.Context) 
 		opts.StopAt = head
 		log.Info("running until caught up", "job_slot", opts.Slot, "source_wal_lsn", head.String())
 	}
-	stopProgress := logProgress(ctx, log, opts.Stats, opts.Prepared, opts.ProgressEvery)
+	stopProgress := logProgress(ctx, log, opts.Stats, opts.Prepared, opts.ProgressEvery, opts.StopAt)
 	defer stopProgress()
 
 	backoff := time.Second
@@ -188,8 +188,11 @@ func currentWAL(ctx context.Context, url string) (pglogrepl.LSN, error) {
 // since the last message, instead of a lag it cannot know (issue 15).
 // prepared, when not nil, adds prepared_statements. spool_bytes counts what
 // streamed transactions wrote to their spools, so a period that only spools
-// a large transaction still gets its line.
-func logProgress(ctx context.Context, log *slog.Logger, st *Stats, prepared func() int64, every time.Duration) func() {
+// a large transaction still gets its line. With stopAt set (run
+// --until-caught-up), a period that applied nothing gets a waiting line
+// instead: the walsender may decode WAL of other tables for long before
+// it reaches stopAt, and the wait must say what it waits for.
+func logProgress(ctx context.Context, log *slog.Logger, st *Stats, prepared func() int64, every time.Duration, stopAt pglogrepl.LSN) func() {
 	done := make(chan struct{})
 	go func() {
 		t := time.NewTicker(every)
@@ -205,6 +208,10 @@ func logProgress(ctx context.Context, log *slog.Logger, st *Stats, prepared func
 			}
 			txns, rows, spool := st.Txns.Load(), st.Rows.Load(), st.SpoolBytes.Load()
 			if txns == lastTxns && rows == lastRows && spool == lastSpool {
+				if stopAt != 0 {
+					log.Info("waiting: nothing to apply yet; run --until-caught-up exits once the source has sent up to stop_at and it is applied (SIGINT ends it sooner)",
+						"stop_at", stopAt.String(), "source_sent", pglogrepl.LSN(st.ServerEnd.Load()).String())
+				}
 				continue
 			}
 			secs := every.Seconds()

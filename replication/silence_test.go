@@ -10,6 +10,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/jackc/pglogrepl"
 )
 
 func TestSilenceStep(t *testing.T) {
@@ -102,7 +104,7 @@ func TestProgressLineDuringSilence(t *testing.T) {
 			st.Silence.Store(int64(tt.silence))
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
-			stop := logProgress(ctx, log, st, tt.prepared, 10*time.Millisecond)
+			stop := logProgress(ctx, log, st, tt.prepared, 10*time.Millisecond, 0)
 			defer stop()
 			deadline := time.Now().Add(5 * time.Second)
 			for !strings.Contains(buf.String(), "applying") {
@@ -117,6 +119,28 @@ func TestProgressLineDuringSilence(t *testing.T) {
 				t.Errorf("progress line %q: want %q and no %q", line, tt.want, tt.notWant)
 			}
 		})
+	}
+}
+
+// TestProgressSaysWhatUntilCaughtUpWaitsFor: with nothing applied, run
+// --until-caught-up's progress goroutine says what it waits for, and run
+// without a stop position stays quiet.
+func TestProgressSaysWhatUntilCaughtUpWaitsFor(t *testing.T) {
+	for _, stopAt := range []pglogrepl.LSN{0, 0x5000} {
+		var buf syncBuffer
+		log := slog.New(slog.NewTextHandler(&buf, nil))
+		st := &Stats{}
+		st.ServerEnd.Store(0x4000)
+		stop := logProgress(context.Background(), log, st, nil, 10*time.Millisecond, stopAt)
+		time.Sleep(100 * time.Millisecond)
+		stop()
+		line := buf.String()
+		if stopAt == 0 && line != "" {
+			t.Errorf("run without --until-caught-up logged while idle: %q", line)
+		}
+		if stopAt != 0 && (!strings.Contains(line, "waiting") || !strings.Contains(line, "stop_at=0/5000") || !strings.Contains(line, "source_sent=0/4000")) {
+			t.Errorf("idle run --until-caught-up: %q, want a waiting line with stop_at=0/5000 and source_sent=0/4000", line)
+		}
 	}
 }
 
