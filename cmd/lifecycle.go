@@ -101,7 +101,7 @@ func lifecycleRemedy(err error, command string) error {
 		return fmt.Errorf("%w (another target may use it): choose another job.name, or run pgsync teardown (or bootstrap --force) to drop it", err)
 	case errors.Is(err, job.ErrNotBootstrapped):
 		return fmt.Errorf("%w: run pgsync bootstrap", err)
-	case errors.Is(err, job.ErrTargetTable):
+	case errors.Is(err, job.ErrTargetTable), errors.Is(err, job.ErrTargetLacks):
 		return fmt.Errorf("%w; nothing was recorded: fix it and rerun pgsync %s", err, command)
 	case errors.Is(err, job.ErrChecks):
 		return fmt.Errorf("%w; nothing was recorded: fix them and rerun pgsync %s", err, command)

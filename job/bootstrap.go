@@ -106,6 +106,10 @@ func (j *Job) Bootstrap(ctx context.Context, force bool, progress *snapshot.Prog
 		if err := apply.DeleteProgress(ctx, j.tgt, j.opts.Job); err != nil {
 			return nil, err
 		}
+		// An earlier bootstrap's schema record is not this one's.
+		if err := deleteSchemaRecords(ctx, j.tgt, j.opts.Job); err != nil {
+			return nil, err
+		}
 		if err := apply.WriteProgress(ctx, j.tgt, apply.Progress{Job: j.opts.Job, State: apply.StateCopying}); err != nil {
 			return nil, err
 		}
@@ -117,7 +121,7 @@ func (j *Job) Bootstrap(ctx context.Context, force bool, progress *snapshot.Prog
 	rep.Schema = "built-in"
 	if dump != nil {
 		rep.Schema = "pg_dump " + strconv.Itoa(dump.version) + ", " + dump.String()
-		if _, err := j.recordPostData(ctx, dump); err != nil {
+		if err := j.recordSchema(ctx, dump); err != nil {
 			return nil, err
 		}
 		if _, err := j.restorePreData(ctx, dump); err != nil {
@@ -131,12 +135,15 @@ func (j *Job) Bootstrap(ctx context.Context, force bool, progress *snapshot.Prog
 	// pg_dump's post-data objects, recorded by this bootstrap or an
 	// interrupted one, are built after the copy in place of the built-in
 	// creator's.
-	postData, err := j.postDataPending(ctx)
+	schema, err := j.openSchemaBuilder(ctx)
 	if err != nil {
 		return nil, err
 	}
+	if schema != nil {
+		defer schema.close()
+	}
 	var objects []catalog.Object
-	if !postData {
+	if schema == nil {
 		if objects, err = j.secondaryObjects(ctx, j.src, j.tgt, tables, toBuild(tables, created, parents, plan.Mode != Fresh)); err != nil {
 			return nil, err
 		}
@@ -191,7 +198,7 @@ func (j *Job) Bootstrap(ctx context.Context, force bool, progress *snapshot.Prog
 		}
 		// A table's keys are built as soon as its copy commits, while the
 		// others copy (keyBuilder), so that a rerun keeps them too.
-		keys := j.startKeyBuilder(ctx, objects, postData)
+		keys := j.startKeyBuilder(ctx, objects, schema)
 		var mu sync.Mutex
 		copied := func(r snapshot.TableResult) error {
 			mu.Lock()
@@ -219,13 +226,19 @@ func (j *Job) Bootstrap(ctx context.Context, force bool, progress *snapshot.Prog
 		}
 		rep.Built, rep.Failed = len(built), failed
 	}
-	if postData {
-		built, failed, err := j.buildPostData(ctx)
-		rep.Built += built
-		rep.Failed = append(rep.Failed, failed...)
+	if schema != nil {
+		if err := schema.buildPostData(ctx); err != nil {
+			return nil, err
+		}
+	}
+	if dump != nil || schema != nil {
+		// Counted from the record, built now or by an interrupted run,
+		// during the copy or after it: the same on every run.
+		built, failed, err := j.schemaCounts(ctx)
 		if err != nil {
 			return nil, err
 		}
+		rep.Built, rep.Failed = built, failed
 		if err := j.refreshMaterializedViews(ctx); err != nil {
 			j.log.Warn("materialized view not refreshed: it stays empty until REFRESH MATERIALIZED VIEW", "err", err)
 		}

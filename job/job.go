@@ -95,13 +95,5 @@ func (j *Job) Teardown(ctx context.Context) error {
 	if err := apply.DeleteProgress(ctx, j.tgt, j.opts.Job); err != nil {
 		return err
 	}
-	var exists bool
-	err := j.tgt.QueryRow(ctx, `SELECT to_regclass('pgsync.post_data') IS NOT NULL`).Scan(&exists)
-	if err == nil && exists {
-		_, err = j.tgt.Exec(ctx, `DELETE FROM pgsync.post_data WHERE job = $1`, j.opts.Job)
-	}
-	if err != nil {
-		return fmt.Errorf("delete the post-data objects recorded for job %s: %w", j.opts.Job, err)
-	}
-	return nil
+	return deleteSchemaRecords(ctx, j.tgt, j.opts.Job)
 }

@@ -3,14 +3,18 @@ package job
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -22,29 +26,39 @@ import (
 )
 
 // When the target has none of the job's tables, bootstrap takes the schema
-// from pg_dump, as pgcopydb does: its pre-data section (extensions,
-// schemas, types, functions, sequences, tables, views) is restored before
-// the copy, in one transaction, and its post-data section (keys, indexes,
-// constraints, triggers, rules, policies, foreign keys) after it, in
-// parallel. pg_dump knows how to write every object of every PostgreSQL
-// version; the built-in creator (prepare.go) knows tables, their types and
-// their indexes and constraints only.
+// from one pg_dump archive (custom format, schema only), as pgcopydb does,
+// and reads it through its table of contents (toc.go), never through its
+// SQL text: the pre-data section (extensions, schemas, types, functions,
+// sequences, tables, views) is restored with pg_restore before the copy,
+// in one transaction, and each post-data entry (keys, indexes,
+// constraints, triggers, rules, policies, foreign keys, default
+// privileges) after it, in parallel, by its dump id, so that a rerun
+// builds those not built yet. pg_dump knows how to write every object of
+// every PostgreSQL version; the built-in creator (prepare.go) knows
+// tables, their types and their indexes and constraints only.
 
 // pgDumpOff turns pg_dump off (job.pg_dump).
 const pgDumpOff = "off"
 
 // dumpScope is what bootstrap dumps: the whole database, or whole
-// schemas.
+// schemas, and the archive it read.
 type dumpScope struct {
 	path    string   // the pg_dump program
+	restore string   // the pg_restore beside it
 	version int      // its major version
 	schemas []string // nil: the whole database
 	// extensions the source has (but plpgsql), dumped with a schema scope.
 	extensions []string
 	// unlogged tables, left out as the copy leaves them out.
 	unlogged []string
-	// The sections' scripts, dumped while choosing.
-	preData, postData string
+	// archive is pg_dump's custom-format archive; preData the entries
+	// restored before the copy, postData those built after it.
+	archive  []byte
+	preData  []tocEntry
+	postData []schemaObject
+	// skippedSchemas are schemas the target has already, whose CREATE
+	// SCHEMA entry is left out.
+	skippedSchemas []string
 }
 
 func (d *dumpScope) String() string {
@@ -100,6 +114,57 @@ func (j *Job) choosePgDump(ctx context.Context, tables []catalog.Table, tp targe
 		return nil, fmt.Sprintf("%s is pg_dump %d, older than the source (%d): set job.pg_dump to a pg_dump %d or later", path, version, srcVersion, srcVersion), nil
 	}
 	d := &dumpScope{path: path, version: version}
+	restore, _, err := pgRestoreProgram(ctx, path)
+	if err != nil {
+		return nil, err.Error(), nil
+	}
+	d.restore = restore
+	var why string
+	if d.schemas, d.unlogged, why, err = dumpSchemas(ctx, j.src, tables); err != nil || why != "" {
+		return nil, why, err
+	}
+	exts, err := sourceExtensions(ctx, j.src)
+	if err != nil {
+		return nil, "", err
+	}
+	if d.schemas != nil {
+		for _, e := range exts {
+			d.extensions = append(d.extensions, e.Name)
+		}
+	}
+	if gaps, err := extensionGapsOf(ctx, j.tgt, exts); err != nil {
+		return nil, "", err
+	} else if refused := gaps.refused(); len(refused) > 0 {
+		return nil, "", fmt.Errorf("%s: %w", strings.Join(refused, "; "), ErrTargetLacks)
+	}
+	if why, err := j.targetHoldsObjects(ctx, d.schemas); err != nil || why != "" {
+		return nil, why, err
+	}
+	// The roles the schema names must exist on the target, and its user
+	// must be able to give objects to their owners: refused now, before
+	// anything is written.
+	if problem, err := j.roleProblem(ctx, d.schemas); err != nil {
+		return nil, "", err
+	} else if problem != "" {
+		return nil, "", fmt.Errorf("%s: %w", problem, ErrTargetLacks)
+	}
+	dumpBegan := time.Now()
+	if err := d.dump(ctx, j.opts.SourceURL); err != nil {
+		return nil, "", err
+	}
+	// Its own line: with the source far away, the dump is most of what
+	// bootstrap does before the copy (docs/benchmarks.md).
+	j.log.Info("schema read with pg_dump", "format", "custom", "seconds", fmt.Sprintf("%.2f", time.Since(dumpBegan).Seconds()))
+	if err := j.readTOC(ctx, d); err != nil {
+		return nil, "", err
+	}
+	return d, "", nil
+}
+
+// dumpSchemas returns what pg_dump dumps for tables: nil for the whole
+// database, else the job's schemas, each of which it must take whole
+// (why says so when it does not); and the unlogged tables to leave out.
+func dumpSchemas(ctx context.Context, src *pgx.Conn, tables []catalog.Table) (dumped, unlogged []string, why string, err error) {
 	// The job's schemas, and whether it takes every table of them, or of
 	// the whole database.
 	inJob := make(map[string]bool, len(tables))
@@ -109,25 +174,25 @@ func (j *Job) choosePgDump(ctx context.Context, tables []catalog.Table, tp targe
 			inJob[p.String()] = true
 		}
 	}
-	rows, err := j.src.Query(ctx, `SELECT n.nspname, c.relname, c.relpersistence = 'u'
+	rows, err := src.Query(ctx, `SELECT n.nspname, c.relname, c.relpersistence = 'u'
 FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
 WHERE c.relkind IN ('r', 'p') AND n.nspname NOT IN ('pg_catalog', 'information_schema', 'pgsync') AND n.nspname NOT LIKE 'pg\_%'
   AND NOT EXISTS (SELECT 1 FROM pg_depend d WHERE d.classid = 'pg_class'::regclass AND d.objid = c.oid AND d.deptype = 'e')`)
 	if err != nil {
-		return nil, "", fmt.Errorf("list the source's tables: %w", err)
+		return nil, nil, "", fmt.Errorf("list the source's tables: %w", err)
 	}
 	left := map[string][]string{} // schema -> tables not in the job
 	schemas := map[string]bool{}
 	for rows.Next() {
 		var schema, name string
-		var unlogged bool
-		if err := rows.Scan(&schema, &name, &unlogged); err != nil {
+		var isUnlogged bool
+		if err := rows.Scan(&schema, &name, &isUnlogged); err != nil {
 			rows.Close()
-			return nil, "", err
+			return nil, nil, "", err
 		}
 		switch {
-		case unlogged:
-			d.unlogged = append(d.unlogged, catalog.QuoteIdent(schema)+"."+catalog.QuoteIdent(name))
+		case isUnlogged:
+			unlogged = append(unlogged, catalog.QuoteIdent(schema)+"."+catalog.QuoteIdent(name))
 		case inJob[schema+"."+name]:
 			schemas[schema] = true
 		default:
@@ -136,65 +201,22 @@ WHERE c.relkind IN ('r', 'p') AND n.nspname NOT IN ('pg_catalog', 'information_s
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {
-		return nil, "", fmt.Errorf("list the source's tables: %w", err)
+		return nil, nil, "", fmt.Errorf("list the source's tables: %w", err)
 	}
 	if len(left) > 0 {
 		for s := range schemas {
 			if t := left[s]; len(t) > 0 {
-				return nil, fmt.Sprintf("the job selects only some tables of schema %s (not %s): pg_dump's schema is used for whole schemas", s, strings.Join(t, ", ")), nil
+				return nil, nil, fmt.Sprintf("the job selects only some tables of schema %s (not %s): pg_dump's schema is used for whole schemas", s, strings.Join(t, ", ")), nil
 			}
 		}
 		// Whole schemas, not the whole database: pg_dump then leaves
 		// extensions out unless named.
 		for s := range schemas {
-			d.schemas = append(d.schemas, s)
+			dumped = append(dumped, s)
 		}
-		slices.Sort(d.schemas)
+		slices.Sort(dumped)
 	}
-	var extensions []string
-	if err := j.src.QueryRow(ctx, `SELECT coalesce(array_agg(extname::text ORDER BY extname), '{}') FROM pg_extension WHERE extname <> 'plpgsql'`).Scan(&extensions); err != nil {
-		return nil, "", fmt.Errorf("list the source's extensions: %w", err)
-	}
-	if d.schemas != nil {
-		d.extensions = extensions
-	}
-	var missing []string
-	if err := j.tgt.QueryRow(ctx, `SELECT coalesce(array_agg(e ORDER BY e), '{}') FROM unnest($1::text[]) e
-WHERE NOT EXISTS (SELECT 1 FROM pg_available_extensions a WHERE a.name = e)`, extensions).Scan(&missing); err != nil {
-		return nil, "", fmt.Errorf("list the target's available extensions: %w", err)
-	}
-	if len(missing) > 0 {
-		return nil, "", fmt.Errorf("the source has extension(s) %s, which the target cannot create: install them on the target's server, or set job.pg_dump = %q for the built-in creator: %w",
-			strings.Join(missing, ", "), pgDumpOff, ErrTargetTable)
-	}
-	if why, err := j.targetHoldsObjects(ctx, d.schemas); err != nil || why != "" {
-		return nil, why, err
-	}
-	// Both sections are dumped now, before anything is written: the roles
-	// they name must exist on the target, and its user must be able to
-	// give objects to their owners. The two pg_dumps run at once: each
-	// makes a round trip to the source per catalog query, which a source
-	// far away makes long (0.86 s each at a 10 ms round trip).
-	dumpBegan := time.Now()
-	g, gctx := errgroup.WithContext(ctx)
-	g.Go(func() (err error) {
-		d.preData, err = d.dump(gctx, j.opts.SourceURL, "pre-data")
-		return err
-	})
-	g.Go(func() (err error) {
-		d.postData, err = d.dump(gctx, j.opts.SourceURL, "post-data")
-		return err
-	})
-	if err := g.Wait(); err != nil {
-		return nil, "", err
-	}
-	// Its own line: with the source far away, the dump is most of what
-	// bootstrap does before the copy (docs/benchmarks.md).
-	j.log.Info("schema read with pg_dump", "sections", "pre-data, post-data", "seconds", fmt.Sprintf("%.2f", time.Since(dumpBegan).Seconds()))
-	if why, err := j.missingRoles(ctx, d); err != nil || why != "" {
-		return nil, why, err
-	}
-	return d, "", nil
+	return dumped, unlogged, "", nil
 }
 
 // targetHoldsObjects says which objects the target already has in the
@@ -224,63 +246,16 @@ SELECT coalesce(array_agg(o ORDER BY o), '{}') FROM (
 	return "", nil
 }
 
-var grantRe = regexp.MustCompile(`(?m)^(?:GRANT|REVOKE) .* (?:TO|FROM) (.+?)(?: WITH GRANT OPTION)?;$`)
-
-// missingRoles says which roles the dump names (owners, grantees) the
-// target lacks, or cannot give objects to.
-func (j *Job) missingRoles(ctx context.Context, d *dumpScope) (string, error) {
-	owners := map[string]bool{}
-	grantees := map[string]bool{}
-	for _, script := range []string{d.preData, d.postData} {
-		for _, m := range dumpHeaderRe.FindAllStringSubmatch(script, -1) {
-			if o := m[4]; o != "-" {
-				owners[unquoteIdent(o)] = true
-			}
-		}
-		for _, m := range grantRe.FindAllStringSubmatch(script, -1) {
-			for _, r := range strings.Split(m[1], ",") {
-				if r = unquoteIdent(strings.TrimSpace(r)); r != "" && r != "PUBLIC" {
-					grantees[r] = true
-				}
-			}
-		}
-	}
-	var roles, ownerList []string
-	for r := range owners {
-		roles, ownerList = append(roles, r), append(ownerList, r)
-	}
-	for r := range grantees {
-		if !owners[r] {
-			roles = append(roles, r)
-		}
-	}
-	var missing, notMember []string
-	err := j.tgt.QueryRow(ctx, `SELECT coalesce((SELECT array_agg(r ORDER BY r) FROM unnest($1::text[]) r WHERE NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = r)), '{}'),
-  coalesce((SELECT array_agg(r ORDER BY r) FROM unnest($2::text[]) r WHERE CASE WHEN EXISTS (SELECT 1 FROM pg_roles WHERE rolname = r) THEN NOT pg_has_role(current_user, r, 'MEMBER') ELSE false END), '{}')`,
-		roles, ownerList).Scan(&missing, &notMember)
+// dump runs pg_dump once for the schema (every section) into a
+// custom-format archive.
+func (d *dumpScope) dump(ctx context.Context, sourceURL string) error {
+	dir, err := os.MkdirTemp("", "pgsync-dump-")
 	if err != nil {
-		return "", fmt.Errorf("look for the dump's roles on the target: %w", err)
+		return err
 	}
-	switch {
-	case len(missing) > 0:
-		return fmt.Sprintf("the source's objects name role(s) the target lacks: %s (create them on the target first, e.g. with pg_dumpall --roles-only)", strings.Join(missing, ", ")), nil
-	case len(notMember) > 0:
-		return fmt.Sprintf("the target's user cannot give objects to their owner(s) %s (it must be a member of each, or a superuser)", strings.Join(notMember, ", ")), nil
-	}
-	return "", nil
-}
-
-// unquoteIdent undoes an identifier's double quotes.
-func unquoteIdent(s string) string {
-	if len(s) >= 2 && s[0] == '"' && s[len(s)-1] == '"' {
-		return strings.ReplaceAll(s[1:len(s)-1], `""`, `"`)
-	}
-	return s
-}
-
-// dump runs pg_dump for one section and returns its script.
-func (d *dumpScope) dump(ctx context.Context, sourceURL, section string) (string, error) {
-	args := []string{"--schema-only", "--section=" + section, "--no-subscriptions", "--exclude-schema=pgsync", "-d", sourceURL}
+	defer os.RemoveAll(dir)
+	file := filepath.Join(dir, "schema.dump")
+	args := []string{"--format=custom", "--schema-only", "--no-subscriptions", "--exclude-schema=pgsync", "--file=" + file, "-d", sourceURL}
 	for _, s := range d.schemas {
 		args = append(args, "--schema="+catalog.QuoteIdent(s))
 	}
@@ -291,271 +266,655 @@ func (d *dumpScope) dump(ctx context.Context, sourceURL, section string) (string
 		args = append(args, "--exclude-table="+t)
 	}
 	cmd := exec.CommandContext(ctx, d.path, args...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Run(); err != nil {
+		// pg_dump's messages name no password; the url is not repeated.
+		return fmt.Errorf("pg_dump --format=custom --schema-only of the source: %w: %s", err, oneLine(stderr.String()))
+	}
+	d.archive, err = os.ReadFile(file)
+	return err
+}
+
+// listSection is pg_restore -l of one section of archive (a file).
+func listSection(ctx context.Context, pgRestore, archive, section string) ([]tocEntry, error) {
+	cmd := exec.CommandContext(ctx, pgRestore, "--list", "--section="+section, archive)
 	var out, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &stderr
 	if err := cmd.Run(); err != nil {
-		// pg_dump's messages name no password; the url is not repeated.
-		return "", fmt.Errorf("pg_dump --section=%s of the source: %w: %s", section, err, oneLine(stderr.String()))
+		return nil, fmt.Errorf("pg_restore --list --section=%s: %w: %s", section, err, oneLine(stderr.String()))
 	}
-	return out.String(), nil
+	return parseTOC(out.String())
 }
 
-// dumpEntry is one object of a pg_dump script: its header's name, type and
-// schema, and its statements.
-type dumpEntry struct {
-	Name, Type, Schema string
-	SQL                string
-}
-
-func (e dumpEntry) String() string { return strings.ToLower(e.Type) + " " + e.Name }
-
-var dumpHeaderRe = regexp.MustCompile(`(?m)^--\n-- Name: (.*); Type: (.*); Schema: (.*); Owner: (.*)\n--\n`)
-
-// parseDump splits a plain pg_dump script into its preamble (the session
-// settings before the first object) and its objects, dropping psql's
-// meta-commands (\restrict), which only psql understands.
-func parseDump(script string) (preamble string, entries []dumpEntry) {
-	var kept []string
-	for _, line := range strings.Split(script, "\n") {
-		if strings.HasPrefix(line, `\`) {
-			continue
-		}
-		kept = append(kept, line)
-	}
-	script = strings.Join(kept, "\n")
-	locs := dumpHeaderRe.FindAllStringSubmatchIndex(script, -1)
-	if len(locs) == 0 {
-		return script, nil
-	}
-	preamble = script[:locs[0][0]]
-	for i, l := range locs {
-		end := len(script)
-		if i+1 < len(locs) {
-			end = locs[i+1][0]
-		}
-		entries = append(entries, dumpEntry{
-			Name: script[l[2]:l[3]], Type: script[l[4]:l[5]], Schema: script[l[6]:l[7]],
-			SQL: strings.TrimSpace(script[l[1]:end]),
-		})
-	}
-	return preamble, entries
-}
-
-// keepEntry leaves out the job's own publication, which the source has and
-// the target must not.
-func keepEntry(e dumpEntry, publication string) bool {
-	if strings.HasPrefix(e.Type, "PUBLICATION") {
-		name, _, _ := strings.Cut(e.Name, " ")
-		return name != publication
-	}
-	return true
-}
-
-var createSchemaRe = regexp.MustCompile(`(?m)^CREATE SCHEMA `)
-
-// restorePreData restores the pre-data section on the target in one
-// transaction: all of it, or nothing.
-func (j *Job) restorePreData(ctx context.Context, d *dumpScope) (objects int, err error) {
-	began := time.Now()
-	preamble, entries := parseDump(d.preData)
-	var b strings.Builder
-	b.WriteString(preamble)
-	for _, e := range entries {
-		if !keepEntry(e, j.opts.Names.Publication) {
-			continue
-		}
-		sql := e.SQL
-		if e.Type == "SCHEMA" {
-			// public (and any schema the target has already) stays.
-			sql = createSchemaRe.ReplaceAllString(sql, "CREATE SCHEMA IF NOT EXISTS ")
-		}
-		b.WriteString("\n")
-		b.WriteString(sql)
-		objects++
-	}
-	err = pgx.BeginFunc(ctx, j.tgt, func(tx pgx.Tx) error {
-		_, err := tx.Exec(ctx, b.String())
-		return err
-	})
-	// The restore's SETs (search_path among them) must not outlive it on
-	// the job's target session.
-	if _, rerr := j.tgt.Exec(ctx, "RESET ALL"); rerr != nil && err == nil {
-		err = rerr
-	}
-	if err := pgconnect.ReplicaSession(ctx, j.tgt); err != nil {
-		return 0, err
-	}
+// readTOC reads the archive's table of contents: the pre-data entries to
+// restore (without the job's publication and the schemas the target has
+// already) and the post-data objects, each with the table it is on, from
+// the source's catalogs.
+func (j *Job) readTOC(ctx context.Context, d *dumpScope) error {
+	file, cleanup, err := writeArchive(d.archive)
 	if err != nil {
-		return 0, fmt.Errorf("restore pg_dump's pre-data section on the target (nothing of it was kept): %w", err)
+		return err
 	}
-	j.log.Info("schema restored from pg_dump", "section", "pre-data", "scope", d.String(), "pg_dump", d.path, "objects", objects,
-		"seconds", fmt.Sprintf("%.2f", time.Since(began).Seconds()))
-	return objects, nil
-}
-
-// postDataPhase orders post-data objects: keys and indexes first, in
-// parallel; then the attachments of partitions' indexes to their
-// parents'; then what needs them (foreign keys, triggers, rules,
-// policies, comments on indexes).
-func postDataPhase(typ string) int {
-	switch typ {
-	case "INDEX", "CONSTRAINT":
-		return 0
-	case "INDEX ATTACH":
-		return 1
+	defer cleanup()
+	pre, err := listSection(ctx, d.restore, file, "pre-data")
+	if err != nil {
+		return err
 	}
-	return 2
-}
-
-// postDataTable holds the post-data objects of a job, recorded with the
-// pre-data restore so that a rerun after an interruption builds those not
-// built yet.
-const postDataDDL = `CREATE TABLE IF NOT EXISTS pgsync.post_data (
-    job   text NOT NULL,
-    seq   int NOT NULL,
-    phase int NOT NULL,
-    kind  text NOT NULL,
-    name  text NOT NULL,
-    sql   text NOT NULL,
-    done  boolean NOT NULL DEFAULT false,
-    PRIMARY KEY (job, seq)
-)`
-
-// recordPostData dumps the post-data section and records its objects on
-// the target, in place of any an earlier bootstrap of the job recorded.
-func (j *Job) recordPostData(ctx context.Context, d *dumpScope) (int, error) {
-	preamble, entries := parseDump(d.postData)
-	n := 0
-	err := pgx.BeginFunc(ctx, j.tgt, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, postDataDDL); err != nil {
-			return err
+	post, err := listSection(ctx, d.restore, file, "post-data")
+	if err != nil {
+		return err
+	}
+	ours, err := j.publicationEntries(ctx)
+	if err != nil {
+		return err
+	}
+	// Schemas: the target's own (public) stay, and their CREATE SCHEMA
+	// entry is left out.
+	var schemaOIDs []uint32
+	for _, e := range pre {
+		if e.CatalogOID == catPgNamespace {
+			schemaOIDs = append(schemaOIDs, e.OID)
 		}
-		if _, err := tx.Exec(ctx, `DELETE FROM pgsync.post_data WHERE job = $1`, j.opts.Job); err != nil {
-			return err
+	}
+	schemaNames := map[uint32]string{}
+	if len(schemaOIDs) > 0 {
+		rows, err := j.src.Query(ctx, `SELECT oid, nspname FROM pg_namespace WHERE oid = ANY ($1)`, schemaOIDs)
+		if err != nil {
+			return fmt.Errorf("read the dump's schemas on the source: %w", err)
 		}
-		// The preamble is row 0: every session that builds runs it first.
-		if _, err := tx.Exec(ctx, `INSERT INTO pgsync.post_data VALUES ($1, 0, -1, 'preamble', '', $2, true)`, j.opts.Job, preamble); err != nil {
-			return err
-		}
-		for _, e := range entries {
-			if !keepEntry(e, j.opts.Names.Publication) {
-				continue
+		for rows.Next() {
+			var oid uint32
+			var name string
+			if err := rows.Scan(&oid, &name); err != nil {
+				rows.Close()
+				return err
 			}
-			n++
-			if _, err := tx.Exec(ctx, `INSERT INTO pgsync.post_data VALUES ($1, $2, $3, $4, $5, $6, false)`,
-				j.opts.Job, n, postDataPhase(e.Type), e.Type, e.Name, e.SQL); err != nil {
+			schemaNames[oid] = name
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return fmt.Errorf("read the dump's schemas on the source: %w", err)
+		}
+	}
+	names := make([]string, 0, len(schemaNames))
+	for _, n := range schemaNames {
+		names = append(names, n)
+	}
+	var existing []string
+	if err := j.tgt.QueryRow(ctx, `SELECT coalesce(array_agg(n ORDER BY n), '{}') FROM unnest($1::text[]) n WHERE to_regnamespace(quote_ident(n)) IS NOT NULL`, names).Scan(&existing); err != nil {
+		return fmt.Errorf("look for the dump's schemas on the target: %w", err)
+	}
+	skip := map[uint32]bool{}
+	for oid, n := range schemaNames {
+		if slices.Contains(existing, n) {
+			skip[oid] = true
+		}
+	}
+	d.skippedSchemas = existing
+	for _, e := range pre {
+		if ours[e.OID] && e.OID != 0 || e.CatalogOID == catPgNamespace && skip[e.OID] {
+			continue
+		}
+		d.preData = append(d.preData, e)
+	}
+	var kept []tocEntry
+	for _, e := range post {
+		if !(ours[e.OID] && e.OID != 0) {
+			kept = append(kept, e)
+		}
+	}
+	d.postData, err = j.resolveSchemaObjects(ctx, kept)
+	return err
+}
+
+// publicationEntries returns the catalog OIDs of the job's publication and
+// its tables on the source: the target must not get them.
+func (j *Job) publicationEntries(ctx context.Context) (map[uint32]bool, error) {
+	rows, err := j.src.Query(ctx, `SELECT p.oid FROM pg_publication p WHERE p.pubname = $1
+UNION ALL SELECT r.oid FROM pg_publication_rel r JOIN pg_publication p ON p.oid = r.prpubid WHERE p.pubname = $1`, j.opts.Names.Publication)
+	if err != nil {
+		return nil, fmt.Errorf("read publication %s on the source: %w", j.opts.Names.Publication, err)
+	}
+	oids, err := pgx.CollectRows(rows, pgx.RowTo[uint32])
+	if err != nil {
+		return nil, fmt.Errorf("read publication %s on the source: %w", j.opts.Names.Publication, err)
+	}
+	out := make(map[uint32]bool, len(oids))
+	for _, o := range oids {
+		out[o] = true
+	}
+	return out, nil
+}
+
+// schemaObject is one post-data entry of the archive and what the source's
+// catalogs say of it.
+type schemaObject struct {
+	tocEntry
+	Phase int
+	// Table is the table (schema.name) of a key, index, constraint,
+	// trigger, rule or policy, and Name its name there; both empty for
+	// other entries.
+	Table, Name string
+	// PrimaryKey: a failure stops bootstrap (run finds rows by key).
+	PrimaryKey bool
+}
+
+// resolveSchemaObjects looks up, on the source, the table and name of each
+// post-data entry by its catalog identity.
+func (j *Job) resolveSchemaObjects(ctx context.Context, entries []tocEntry) ([]schemaObject, error) {
+	objs := make([]schemaObject, len(entries))
+	var cats, oids []uint32
+	for i, e := range entries {
+		objs[i] = schemaObject{tocEntry: e, Phase: postDataPhase(e.Desc)}
+		if e.OID != 0 {
+			cats, oids = append(cats, e.CatalogOID), append(oids, e.OID)
+		}
+	}
+	if len(oids) == 0 {
+		return objs, nil
+	}
+	rows, err := j.src.Query(ctx, `SELECT e.cat, e.oid, n.nspname, c.relname, o.name, o.pk
+FROM unnest($1::oid[], $2::oid[]) AS e(cat, oid)
+JOIN LATERAL (
+  SELECT i.indrelid AS rel, ic.relname::text AS name, false AS pk FROM pg_index i JOIN pg_class ic ON ic.oid = i.indexrelid
+  WHERE e.cat = 'pg_class'::regclass AND i.indexrelid = e.oid
+  UNION ALL SELECT conrelid, conname::text, contype = 'p' FROM pg_constraint WHERE e.cat = 'pg_constraint'::regclass AND oid = e.oid AND conrelid <> 0
+  UNION ALL SELECT tgrelid, tgname::text, false FROM pg_trigger WHERE e.cat = 'pg_trigger'::regclass AND oid = e.oid
+  UNION ALL SELECT ev_class, rulename::text, false FROM pg_rewrite WHERE e.cat = 'pg_rewrite'::regclass AND oid = e.oid
+  UNION ALL SELECT polrelid, polname::text, false FROM pg_policy WHERE e.cat = 'pg_policy'::regclass AND oid = e.oid
+) o ON true
+JOIN pg_class c ON c.oid = o.rel JOIN pg_namespace n ON n.oid = c.relnamespace`, cats, oids)
+	if err != nil {
+		return nil, fmt.Errorf("read the dump's post-data objects on the source: %w", err)
+	}
+	type key struct{ cat, oid uint32 }
+	type found struct {
+		table, name string
+		pk          bool
+	}
+	byKey := map[key]found{}
+	for rows.Next() {
+		var k key
+		var schema, rel, name string
+		var pk bool
+		if err := rows.Scan(&k.cat, &k.oid, &schema, &rel, &name, &pk); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		byKey[k] = found{schema + "." + rel, name, pk}
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("read the dump's post-data objects on the source: %w", err)
+	}
+	for i := range objs {
+		if f, ok := byKey[key{objs[i].CatalogOID, objs[i].OID}]; ok {
+			objs[i].Table, objs[i].Name, objs[i].PrimaryKey = f.table, f.name, f.pk
+		}
+	}
+	return objs, nil
+}
+
+// writeArchive writes an archive to a file of its own for pg_restore.
+func writeArchive(archive []byte) (file string, cleanup func(), err error) {
+	dir, err := os.MkdirTemp("", "pgsync-schema-")
+	if err != nil {
+		return "", nil, err
+	}
+	file = filepath.Join(dir, "schema.dump")
+	if err := os.WriteFile(file, archive, 0o600); err != nil {
+		os.RemoveAll(dir)
+		return "", nil, err
+	}
+	return file, func() { os.RemoveAll(dir) }, nil
+}
+
+// pgRestore runs pg_restore of the entries of list from archive into the
+// target; pg_restore stops at the first error, which it returns.
+func pgRestore(ctx context.Context, program, targetURL, archive string, list []tocEntry, singleTransaction bool) error {
+	listFile, err := os.CreateTemp(filepath.Dir(archive), "list-*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(listFile.Name())
+	if _, err := listFile.WriteString(tocList(list)); err != nil {
+		listFile.Close()
+		return err
+	}
+	if err := listFile.Close(); err != nil {
+		return err
+	}
+	// Tablespaces are the target server's own (pg_dumpall makes them): the
+	// objects go to the target's default tablespace.
+	args := []string{"--no-tablespaces", "--exit-on-error", "--use-list=" + listFile.Name(), "--dbname=" + targetURL}
+	if singleTransaction {
+		args = append(args, "--single-transaction")
+	}
+	cmd := exec.CommandContext(ctx, program, append(args, archive)...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("pg_restore: %w: %s", err, restoreError(stderr.String()))
+	}
+	return nil
+}
+
+// restoreError keeps of pg_restore's messages the lines that say what
+// failed, up to the statement it quotes.
+func restoreError(stderr string) string {
+	var keep []string
+	for _, line := range strings.Split(stderr, "\n") {
+		if strings.HasPrefix(line, "Command was:") {
+			break
+		}
+		keep = append(keep, line)
+	}
+	return oneLine(strings.Join(keep, "\n"))
+}
+
+// schemaTables are where a bootstrap records the archive and its
+// post-data objects, so that a rerun after an interruption builds those
+// not built yet.
+var schemaTables = []string{`CREATE TABLE IF NOT EXISTS pgsync.schema_archive (
+    job     text PRIMARY KEY,
+    archive bytea NOT NULL
+)`, `CREATE TABLE IF NOT EXISTS pgsync.schema_objects (
+    job         text NOT NULL,
+    seq         int NOT NULL,
+    phase       int NOT NULL,
+    entry       text NOT NULL,
+    kind        text NOT NULL,
+    tbl         text NOT NULL,
+    name        text NOT NULL,
+    primary_key boolean NOT NULL,
+    done        boolean NOT NULL DEFAULT false,
+    PRIMARY KEY (job, seq)
+)`}
+
+// recordSchema records the archive and its post-data objects on the
+// target, in place of any an earlier bootstrap of the job recorded.
+func (j *Job) recordSchema(ctx context.Context, d *dumpScope) error {
+	err := pgx.BeginFunc(ctx, j.tgt, func(tx pgx.Tx) error {
+		for _, ddl := range schemaTables {
+			if _, err := tx.Exec(ctx, ddl); err != nil {
+				return err
+			}
+		}
+		if err := deleteSchemaRecords(ctx, tx, j.opts.Job); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `INSERT INTO pgsync.schema_archive VALUES ($1, $2)`, j.opts.Job, d.archive); err != nil {
+			return err
+		}
+		for i, o := range d.postData {
+			if _, err := tx.Exec(ctx, `INSERT INTO pgsync.schema_objects VALUES ($1, $2, $3, $4, $5, $6, $7, $8, false)`,
+				j.opts.Job, i+1, o.Phase, o.listLine(), o.Desc, o.Table, o.Name, o.PrimaryKey); err != nil {
 				return err
 			}
 		}
 		return nil
 	})
 	if err != nil {
-		return 0, fmt.Errorf("record pg_dump's post-data section on the target: %w", err)
+		return fmt.Errorf("record pg_dump's archive on the target: %w", err)
 	}
-	return n, nil
+	return nil
 }
 
-// postDataPending says whether the job has post-data objects not built yet.
-func (j *Job) postDataPending(ctx context.Context) (bool, error) {
-	var pending bool
-	err := j.tgt.QueryRow(ctx, `SELECT to_regclass('pgsync.post_data') IS NOT NULL`).Scan(&pending)
-	if err != nil || !pending {
-		return false, err
+// deleteSchemaRecords deletes what a bootstrap of job recorded of its
+// schema, where the tables exist.
+func deleteSchemaRecords(ctx context.Context, q interface {
+	Exec(context.Context, string, ...any) (pgconn.CommandTag, error)
+}, job string) error {
+	for _, t := range []string{"pgsync.schema_archive", "pgsync.schema_objects"} {
+		if _, err := q.Exec(ctx, `DO $$ BEGIN IF to_regclass('`+t+`') IS NOT NULL THEN
+  DELETE FROM `+t+` WHERE job = `+quoteLiteral(job)+`; END IF; END $$`); err != nil {
+			return fmt.Errorf("delete the records of job %s from %s: %w", job, t, err)
+		}
 	}
-	err = j.tgt.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pgsync.post_data WHERE job = $1 AND NOT done)`, j.opts.Job).Scan(&pending)
-	return pending, err
+	return nil
 }
 
-// alreadyThere are the errors of an object that an interrupted earlier
-// build made already.
-var alreadyThere = []string{"42P07", "42710", "42P16"}
+// quoteLiteral quotes s as an SQL string literal.
+func quoteLiteral(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
 
-// buildPostData builds the recorded post-data objects not built yet, phase
-// by phase, max_parallel_copies at a time, each logged with its duration
-// and marked built. A primary key that fails stops bootstrap (run finds
-// rows by key); any other failure is a warning, named in failed.
-func (j *Job) buildPostData(ctx context.Context) (built int, failed []string, err error) {
-	type item struct {
-		seq, phase int
-		kind, name string
-		sql        string
-	}
-	var preamble string
-	rows, err := j.tgt.Query(ctx, `SELECT seq, phase, kind, name, sql FROM pgsync.post_data WHERE job = $1 AND (NOT done OR seq = 0) ORDER BY phase, seq`, j.opts.Job)
+// restorePreData creates the source's extensions at their versions where
+// it can, then restores the pre-data entries with pg_restore in one
+// transaction: all of them, or none.
+func (j *Job) restorePreData(ctx context.Context, d *dumpScope) (objects int, err error) {
+	began := time.Now()
+	exts, err := sourceExtensions(ctx, j.src)
 	if err != nil {
-		return 0, nil, fmt.Errorf("read pgsync.post_data: %w", err)
+		return 0, err
 	}
-	phases := map[int][]item{}
+	if err := createExtensions(ctx, j.tgt, exts); err != nil {
+		return 0, err
+	}
+	file, cleanup, err := writeArchive(d.archive)
+	if err != nil {
+		return 0, err
+	}
+	defer cleanup()
+	if err := pgRestore(ctx, d.restore, j.opts.TargetURL, file, d.preData, true); err != nil {
+		return 0, fmt.Errorf("restore pg_dump's pre-data section on the target (nothing of it was kept): %w", err)
+	}
+	if len(d.skippedSchemas) > 0 {
+		j.log.Info("schemas the target has already are kept as they are (owner, privileges)", "schemas", strings.Join(d.skippedSchemas, ", "))
+	}
+	if differ, err := extensionVersionsDiffer(ctx, j.tgt, exts); err != nil {
+		return 0, err
+	} else if len(differ) > 0 {
+		j.log.Warn("extension created at the target's version, not the source's: the target's server lacks the source's version", "extensions", strings.Join(differ, ", "))
+	}
+	j.log.Info("schema restored from pg_dump", "section", "pre-data", "scope", d.String(), "pg_dump", d.path, "entries", len(d.preData),
+		"seconds", fmt.Sprintf("%.2f", time.Since(began).Seconds()))
+	return len(d.preData), nil
+}
+
+// schemaBuilder builds a job's recorded post-data objects from its
+// recorded archive, one pg_restore per object, so that each is marked
+// built as it is.
+type schemaBuilder struct {
+	j       *Job
+	restore string // pg_restore
+	archive string // the archive's file
+	cleanup func()
+	// restrictKey is the key of pg_restore's \restrict line, "" for a
+	// pg_restore that writes none.
+	restrictKey string
+	// conn is the builder's own target session: the copy's goroutines use
+	// the job's while keys are built.
+	conn *pgx.Conn
+}
+
+// openSchemaBuilder writes the job's recorded archive to a file; nil when
+// the job has no post-data objects left to build.
+func (j *Job) openSchemaBuilder(ctx context.Context) (*schemaBuilder, error) {
+	var pending bool
+	if err := j.tgt.QueryRow(ctx, `SELECT to_regclass('pgsync.schema_objects') IS NOT NULL`).Scan(&pending); err != nil || !pending {
+		return nil, err
+	}
+	var archive []byte
+	err := j.tgt.QueryRow(ctx, `SELECT a.archive FROM pgsync.schema_archive a
+WHERE a.job = $1 AND EXISTS (SELECT 1 FROM pgsync.schema_objects o WHERE o.job = $1 AND NOT o.done)`, j.opts.Job).Scan(&archive)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read pgsync.schema_archive: %w", err)
+	}
+	file, cleanup, err := writeArchive(archive)
+	if err != nil {
+		return nil, err
+	}
+	restore, key, err := pgRestoreProgram(ctx, j.opts.PgDump)
+	if err != nil {
+		cleanup()
+		return nil, err
+	}
+	conn, err := pgconnect.Connect(ctx, "target", j.opts.TargetURL)
+	if err != nil {
+		cleanup()
+		return nil, err
+	}
+	return &schemaBuilder{j: j, restore: restore, restrictKey: key, archive: file, cleanup: func() {
+		conn.Close(context.WithoutCancel(ctx))
+		cleanup()
+	}, conn: conn}, nil
+}
+
+// pgRestoreProgram finds the pg_restore of the pg_dump of job.pg_dump: the
+// program itself where Debian's wrapper (which adds 50 ms to each run)
+// stands in front of it, else the one beside it or on the PATH. key is a
+// fresh key for its \restrict lines, "" when it writes none.
+func pgRestoreProgram(ctx context.Context, pgDump string) (program, key string, err error) {
+	if path, err := exec.LookPath(pgDump); err == nil {
+		if v, err := pgDumpVersion(ctx, path); err == nil {
+			if p := fmt.Sprintf("/usr/lib/postgresql/%d/bin/pg_restore", v); fileExists(p) {
+				program = p
+			}
+		}
+		if p := filepath.Join(filepath.Dir(path), "pg_restore"); program == "" && fileExists(p) {
+			program = p
+		}
+	}
+	if program == "" {
+		if program, err = exec.LookPath("pg_restore"); err != nil {
+			return "", "", fmt.Errorf("no pg_restore beside %s or on the PATH (it restores pg_dump's archive): %w", pgDump, err)
+		}
+	}
+	help, err := exec.CommandContext(ctx, program, "--help").Output()
+	if err != nil {
+		return "", "", fmt.Errorf("%s --help: %w", program, err)
+	}
+	if bytes.Contains(help, []byte("--restrict-key")) {
+		var b [16]byte
+		if _, err := rand.Read(b[:]); err != nil {
+			return "", "", err
+		}
+		key = hex.EncodeToString(b[:])
+	}
+	return program, key, nil
+}
+
+func fileExists(p string) bool {
+	st, err := os.Stat(p)
+	return err == nil && !st.IsDir()
+}
+
+// pendingObject is a recorded post-data object not built yet.
+type pendingObject struct {
+	seq, phase int
+	entry      tocEntry
+	table      string
+	name       string
+	primaryKey bool
+}
+
+func (o pendingObject) String() string { return o.entry.String() }
+
+// pending reads the objects not built yet; table, when set, keeps the
+// first phase's objects of that table only.
+func (b *schemaBuilder) pending(ctx context.Context, table string) ([]pendingObject, error) {
+	rows, err := b.conn.Query(ctx, `SELECT seq, phase, entry, tbl, name, primary_key FROM pgsync.schema_objects
+WHERE job = $1 AND NOT done AND ($2 = '' OR (phase = 0 AND tbl = $2)) ORDER BY phase, seq`, b.j.opts.Job, table)
+	if err != nil {
+		return nil, fmt.Errorf("read pgsync.schema_objects: %w", err)
+	}
+	var out []pendingObject
 	for rows.Next() {
-		var it item
-		if err := rows.Scan(&it.seq, &it.phase, &it.kind, &it.name, &it.sql); err != nil {
+		var o pendingObject
+		var line string
+		if err := rows.Scan(&o.seq, &o.phase, &line, &o.table, &o.name, &o.primaryKey); err != nil {
 			rows.Close()
-			return 0, nil, err
+			return nil, err
 		}
-		if it.seq == 0 {
-			preamble = it.sql
-			continue
+		if o.entry, err = parseTOCLine(line); err != nil {
+			rows.Close()
+			return nil, fmt.Errorf("pgsync.schema_objects row %d: %w", o.seq, err)
 		}
-		phases[it.phase] = append(phases[it.phase], it)
+		out = append(out, o)
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {
-		return 0, nil, fmt.Errorf("read pgsync.post_data: %w", err)
+		return nil, fmt.Errorf("read pgsync.schema_objects: %w", err)
 	}
-	workers := max(j.opts.MaxParallelCopies, 1)
-	var mu sync.Mutex
+	return out, nil
+}
+
+// build creates one object on conn and marks it built there. An object
+// that an interrupted earlier build made already (creating it fails, and
+// the target has it) counts as built.
+func (b *schemaBuilder) build(ctx context.Context, conn *pgx.Conn, o pendingObject) error {
+	sql, err := b.entrySQL(ctx, o.entry)
+	if err != nil {
+		return err
+	}
+	if _, err = conn.Exec(ctx, sql); err != nil && ctx.Err() == nil {
+		if there, xerr := objectExists(ctx, conn, o); xerr == nil && there {
+			err = nil
+		}
+	}
+	// The entry's SETs (search_path among them) end with it.
+	if _, rerr := conn.Exec(ctx, "RESET ALL"); rerr != nil && err == nil {
+		err = rerr
+	}
+	if err != nil {
+		return err
+	}
+	if _, err := conn.Exec(ctx, `UPDATE pgsync.schema_objects SET done = true WHERE job = $1 AND seq = $2`, b.j.opts.Job, o.seq); err != nil {
+		return fmt.Errorf("record %s as built: %w", o, err)
+	}
+	return nil
+}
+
+// entrySQL is pg_restore's script of one entry of the archive. Its psql
+// meta-commands (\restrict and \unrestrict, which pg_restore writes since
+// PostgreSQL 17.6, 16.10 and 15.14) carry a key pgsync chooses, and are
+// the lines equal to them; nothing else of the script is read.
+func (b *schemaBuilder) entrySQL(ctx context.Context, e tocEntry) (string, error) {
+	listFile, err := os.CreateTemp(filepath.Dir(b.archive), "list-*")
+	if err != nil {
+		return "", err
+	}
+	defer os.Remove(listFile.Name())
+	if _, err := listFile.WriteString(e.listLine() + "\n"); err != nil {
+		listFile.Close()
+		return "", err
+	}
+	if err := listFile.Close(); err != nil {
+		return "", err
+	}
+	args := []string{"--no-tablespaces", "--use-list=" + listFile.Name(), "--file=-"}
+	if b.restrictKey != "" {
+		args = append(args, "--restrict-key="+b.restrictKey)
+	}
+	cmd := exec.CommandContext(ctx, b.restore, append(args, b.archive)...)
+	var out, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &stderr
+	if err := cmd.Run(); err != nil {
+		return "", fmt.Errorf("pg_restore of %s: %w: %s", e, err, oneLine(stderr.String()))
+	}
+	script := out.String()
+	if b.restrictKey != "" {
+		var kept []string
+		for _, line := range strings.Split(script, "\n") {
+			if line == `\restrict `+b.restrictKey || line == `\unrestrict `+b.restrictKey {
+				continue
+			}
+			kept = append(kept, line)
+		}
+		script = strings.Join(kept, "\n")
+	}
+	return script, nil
+}
+
+// objectExists says whether the target has the object already, for the
+// kinds that have a name on a table.
+func objectExists(ctx context.Context, conn *pgx.Conn, o pendingObject) (bool, error) {
+	if o.table == "" {
+		return false, nil
+	}
+	schema, rel, _ := strings.Cut(o.table, ".")
+	var there bool
+	err := conn.QueryRow(ctx, `WITH t AS (SELECT c.oid FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = $1 AND c.relname = $2)
+SELECT CASE $3::oid
+  WHEN 'pg_class'::regclass THEN EXISTS (SELECT 1 FROM pg_index i JOIN pg_class ic ON ic.oid = i.indexrelid WHERE i.indrelid IN (SELECT oid FROM t) AND ic.relname = $4)
+  WHEN 'pg_constraint'::regclass THEN EXISTS (SELECT 1 FROM pg_constraint WHERE conrelid IN (SELECT oid FROM t) AND conname = $4)
+  WHEN 'pg_trigger'::regclass THEN EXISTS (SELECT 1 FROM pg_trigger WHERE tgrelid IN (SELECT oid FROM t) AND tgname = $4)
+  WHEN 'pg_rewrite'::regclass THEN EXISTS (SELECT 1 FROM pg_rewrite WHERE ev_class IN (SELECT oid FROM t) AND rulename = $4)
+  WHEN 'pg_policy'::regclass THEN EXISTS (SELECT 1 FROM pg_policy WHERE polrelid IN (SELECT oid FROM t) AND polname = $4)
+  ELSE false END`, schema, rel, o.entry.CatalogOID, o.name).Scan(&there)
+	return there, err
+}
+
+// close removes the archive's file.
+func (b *schemaBuilder) close() { b.cleanup() }
+
+// counts returns how many of the job's recorded objects are built, and
+// those that are not: the same on every run of the same schema.
+func (j *Job) schemaCounts(ctx context.Context) (built int, failed []string, err error) {
+	var lines []string
+	err = j.tgt.QueryRow(ctx, `SELECT count(*) FILTER (WHERE done), coalesce(array_agg(entry ORDER BY seq) FILTER (WHERE NOT done), '{}')
+FROM pgsync.schema_objects WHERE job = $1`, j.opts.Job).Scan(&built, &lines)
+	if err != nil {
+		return 0, nil, fmt.Errorf("count pgsync.schema_objects: %w", err)
+	}
+	for _, l := range lines {
+		if e, perr := parseTOCLine(l); perr == nil {
+			failed = append(failed, e.String())
+		}
+	}
+	return built, failed, nil
+}
+
+// buildPostData builds the recorded post-data objects not built yet, phase
+// by phase, max_parallel_copies at a time, each logged with its duration.
+// A primary key that fails stops bootstrap (run finds rows by key); any
+// other failure is a warning, and the object is reported as not built.
+func (b *schemaBuilder) buildPostData(ctx context.Context) error {
+	objs, err := b.pending(ctx, "")
+	if err != nil {
+		return err
+	}
+	phases := map[int][]pendingObject{}
+	for _, o := range objs {
+		phases[o.phase] = append(phases[o.phase], o)
+	}
+	workers := max(b.j.opts.MaxParallelCopies, 1)
 	for phase := 0; phase <= 2; phase++ {
-		work := make(chan item, len(phases[phase]))
-		for _, it := range phases[phase] {
-			work <- it
+		work := make(chan pendingObject, len(phases[phase]))
+		for _, o := range phases[phase] {
+			work <- o
 		}
 		close(work)
 		g, gctx := errgroup.WithContext(ctx)
 		for w := 0; w < min(workers, len(phases[phase])); w++ {
 			g.Go(func() error {
-				conn, err := pgconnect.Connect(gctx, "target", j.opts.TargetURL)
+				conn, err := pgconnect.Connect(gctx, "target", b.j.opts.TargetURL)
 				if err != nil {
 					return err
 				}
 				defer conn.Close(context.WithoutCancel(gctx))
-				if _, err := conn.Exec(gctx, preamble); err != nil {
-					return fmt.Errorf("post-data session settings: %w", err)
-				}
-				for it := range work {
+				for o := range work {
 					began := time.Now()
-					_, err := conn.Exec(gctx, it.sql)
-					var pgErr *pgconn.PgError
-					if errors.As(err, &pgErr) && slices.Contains(alreadyThere, pgErr.Code) {
-						err = nil // built by an interrupted earlier run
-					}
-					name := strings.ToLower(it.kind) + " " + it.name
-					if err != nil {
-						if it.kind == "CONSTRAINT" && strings.Contains(it.sql, "PRIMARY KEY") {
-							return fmt.Errorf("%s: %w", name, err)
+					if err := b.build(gctx, conn, o); err != nil {
+						if o.primaryKey || gctx.Err() != nil {
+							return fmt.Errorf("%s: %w", o, err)
 						}
-						j.log.Warn("not created", "object", name, "err", err)
-						mu.Lock()
-						failed = append(failed, name)
-						mu.Unlock()
+						b.j.log.Warn("not created", "object", o.String(), "err", err)
 						continue
 					}
-					j.log.Info("created", "object", name, "seconds", fmt.Sprintf("%.2f", time.Since(began).Seconds()))
-					mu.Lock()
-					built++
-					_, err = j.tgt.Exec(gctx, `UPDATE pgsync.post_data SET done = true WHERE job = $1 AND seq = $2`, j.opts.Job, it.seq)
-					mu.Unlock()
-					if err != nil {
-						return fmt.Errorf("record %s as built: %w", name, err)
-					}
+					b.j.log.Info("created", "object", o.String(), "seconds", fmt.Sprintf("%.2f", time.Since(began).Seconds()))
 				}
 				return nil
 			})
 		}
 		if err := g.Wait(); err != nil {
-			return built, failed, fmt.Errorf("create pg_dump's post-data objects (rerun pgsync bootstrap to resume): %w", err)
+			return fmt.Errorf("create pg_dump's post-data objects (rerun pgsync bootstrap to resume): %w", err)
 		}
 	}
-	return built, failed, nil
+	return nil
+}
+
+// buildTable builds the first-phase objects (keys, indexes) of table,
+// whose copy committed, one at a time while other tables copy. A failure
+// is left for the build after the copy, which reports it.
+func (b *schemaBuilder) buildTable(ctx context.Context, table string, stopped *atomic.Bool) {
+	objs, err := b.pending(ctx, table)
+	if err != nil {
+		return
+	}
+	for _, o := range objs {
+		if stopped.Load() || ctx.Err() != nil {
+			return
+		}
+		began := time.Now()
+		if err := b.build(ctx, b.conn, o); err != nil {
+			continue
+		}
+		b.j.log.Info("created", "object", o.String(), "seconds", fmt.Sprintf("%.2f", time.Since(began).Seconds()), "while_copying", true)
+	}
 }
 
 // refreshMaterializedViews fills the materialized views pre-data created

@@ -81,6 +81,10 @@ var (
 	// ErrTargetTable: an existing target table cannot take the copy (not
 	// empty, a column missing or of another type).
 	ErrTargetTable = errors.New("target table cannot take the copy")
+	// ErrTargetLacks: the target lacks what the job's schema needs and
+	// pgsync does not create: an extension its server has not installed,
+	// a role, a type the built-in creator cannot make.
+	ErrTargetLacks = errors.New("the target lacks what the schema needs")
 )
 
 // Recorded is what the target records of a job: its pgsync.progress row

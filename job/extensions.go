@@ -1,0 +1,142 @@
+package job
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/pgsync/pgsync/catalog"
+)
+
+// extension is one extension of the source.
+type extension struct {
+	Name, Version, Schema string
+}
+
+func (e extension) String() string { return e.Name + " " + e.Version }
+
+// sourceExtensions lists the source's extensions but plpgsql (every
+// database has it), in the order they were created, which is an order
+// their dependencies allow.
+func sourceExtensions(ctx context.Context, src *pgx.Conn) ([]extension, error) {
+	rows, err := src.Query(ctx, `SELECT e.extname::text, e.extversion, n.nspname::text
+FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace
+WHERE e.extname <> 'plpgsql' ORDER BY e.oid`)
+	if err != nil {
+		return nil, fmt.Errorf("list the source's extensions: %w", err)
+	}
+	exts, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (extension, error) {
+		var e extension
+		err := r.Scan(&e.Name, &e.Version, &e.Schema)
+		return e, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list the source's extensions: %w", err)
+	}
+	return exts, nil
+}
+
+// extensionGap is what the target's server lacks of one source
+// extension.
+type extensionGap struct {
+	extension
+	installed bool // the server has some version of it
+	// atVersion: the server has the source's version.
+	atVersion bool
+	major     int // the target server's major version, for the package name
+}
+
+// extensionGaps are the source extensions the target's server lacks, or
+// lacks at the source's version.
+type extensionGaps []extensionGap
+
+// extensionGapsOf compares the source's extensions with what the target's
+// server has installed (pg_available_extension_versions).
+func extensionGapsOf(ctx context.Context, tgt *pgx.Conn, exts []extension) (extensionGaps, error) {
+	var gaps extensionGaps
+	for _, e := range exts {
+		g := extensionGap{extension: e}
+		err := tgt.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_available_extension_versions WHERE name = $1),
+  EXISTS (SELECT 1 FROM pg_available_extension_versions WHERE name = $1 AND version = $2),
+  current_setting('server_version_num')::int / 10000`, e.Name, e.Version).Scan(&g.installed, &g.atVersion, &g.major)
+		if err != nil {
+			return nil, fmt.Errorf("look for extension %s on the target's server: %w", e.Name, err)
+		}
+		if !g.installed || !g.atVersion {
+			gaps = append(gaps, g)
+		}
+	}
+	return gaps, nil
+}
+
+// refused words each extension the target's server does not have at all:
+// the schema needs it and nothing can be created without it.
+func (gaps extensionGaps) refused() []string {
+	var out []string
+	for _, g := range gaps {
+		if !g.installed {
+			out = append(out, fmt.Sprintf("extension %s %s (schema %s) is not installed on the target's server: install the package that provides it there (Debian: contrib's come with postgresql-%d, others are packaged as postgresql-%d-%s)",
+				g.Name, g.Version, g.Schema, g.major, g.major, g.Name))
+		}
+	}
+	return out
+}
+
+// otherVersion words each extension the target's server has, but not at
+// the source's version: it is created at the server's default version.
+func (gaps extensionGaps) otherVersion() []string {
+	var out []string
+	for _, g := range gaps {
+		if g.installed && !g.atVersion {
+			out = append(out, g.String())
+		}
+	}
+	return out
+}
+
+// createExtensions creates, in one transaction, the source's extensions
+// whose schema the target has (public, most often) at the source's
+// version where the target's server has it; pg_restore's CREATE EXTENSION
+// IF NOT EXISTS then leaves them as they are. Those in a schema the dump
+// creates are made by pg_restore, at the server's default version.
+func createExtensions(ctx context.Context, tgt *pgx.Conn, exts []extension) error {
+	return pgx.BeginFunc(ctx, tgt, func(tx pgx.Tx) error {
+		for _, e := range exts {
+			var create, atVersion bool
+			if err := tx.QueryRow(ctx, `SELECT to_regnamespace(quote_ident($2)) IS NOT NULL AND NOT EXISTS (SELECT 1 FROM pg_extension WHERE extname = $1),
+  EXISTS (SELECT 1 FROM pg_available_extension_versions WHERE name = $1 AND version = $3)`, e.Name, e.Schema, e.Version).Scan(&create, &atVersion); err != nil {
+				return fmt.Errorf("extension %s on the target: %w", e.Name, err)
+			}
+			if !create {
+				continue
+			}
+			sql := "CREATE EXTENSION IF NOT EXISTS " + catalog.QuoteIdent(e.Name) + " WITH SCHEMA " + catalog.QuoteIdent(e.Schema)
+			if atVersion {
+				sql += " VERSION " + quoteLiteral(e.Version)
+			}
+			if _, err := tx.Exec(ctx, sql); err != nil {
+				return fmt.Errorf("create extension %s on the target: %w", e, err)
+			}
+		}
+		return nil
+	})
+}
+
+// extensionVersionsDiffer names the extensions the target has at another
+// version than the source's.
+func extensionVersionsDiffer(ctx context.Context, tgt *pgx.Conn, exts []extension) ([]string, error) {
+	var out []string
+	for _, e := range exts {
+		var version string
+		err := tgt.QueryRow(ctx, `SELECT coalesce((SELECT extversion FROM pg_extension WHERE extname = $1), '')`, e.Name).Scan(&version)
+		if err != nil {
+			return nil, fmt.Errorf("read extension %s on the target: %w", e.Name, err)
+		}
+		if version != e.Version {
+			out = append(out, fmt.Sprintf("%s (source %s, target %s)", e.Name, e.Version, strings.TrimSpace(version)))
+		}
+	}
+	return out, nil
+}
