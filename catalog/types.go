@@ -509,3 +509,75 @@ func pow10(n int) string {
 	}
 	return "1" + strings.Repeat("0", max(n, 0))
 }
+
+// UncreatableTypes returns what the columns of tables use, directly or
+// through a domain, array, composite or range, that the built-in creator
+// cannot make and the target lacks: base types outside pg_catalog (an
+// extension's, such as citext or hstore) and collations. Each is worded
+// as "schema.table.column: type schema.name (extension e)", so that
+// bootstrap can name them all before it creates anything.
+func UncreatableTypes(ctx context.Context, src, tgt Querier, tables []*Table) ([]string, error) {
+	idents := RefIdents(tables)
+	rows, err := src.Query(ctx, `
+WITH RECURSIVE used(col, oid, depth) AS (
+  SELECT format('%s.%I', a.attrelid::regclass, a.attname), a.atttypid, 0 FROM pg_attribute a
+  WHERE a.attrelid = ANY (SELECT to_regclass(x) FROM unnest($1::text[]) x) AND a.attnum > 0 AND NOT a.attisdropped
+  UNION
+  SELECT u.col, d.dep, u.depth + 1 FROM used u
+  CROSS JOIN LATERAL (
+    SELECT t.typelem AS dep FROM pg_type t WHERE t.oid = u.oid AND t.typcategory = 'A' AND t.typelem <> 0
+    UNION ALL SELECT t.typbasetype FROM pg_type t WHERE t.oid = u.oid AND t.typtype = 'd'
+    UNION ALL SELECT a.atttypid FROM pg_type t JOIN pg_attribute a ON a.attrelid = t.typrelid AND a.attnum > 0 AND NOT a.attisdropped
+              WHERE t.oid = u.oid AND t.typtype = 'c'
+    UNION ALL SELECT r.rngsubtype FROM pg_range r WHERE r.rngtypid = u.oid) d
+  WHERE u.depth < 20
+)
+SELECT DISTINCT u.col, 'type', n.nspname::text, t.typname::text,
+  coalesce((SELECT e.extname::text FROM pg_depend d JOIN pg_extension e ON e.oid = d.refobjid
+            WHERE d.classid = 'pg_type'::regclass AND d.objid = t.oid AND d.refclassid = 'pg_extension'::regclass AND d.deptype = 'e'), '')
+FROM used u JOIN pg_type t ON t.oid = u.oid JOIN pg_namespace n ON n.oid = t.typnamespace
+WHERE t.typtype = 'b' AND n.nspname NOT IN ('pg_catalog', 'information_schema')
+UNION ALL
+SELECT format('%s.%I', a.attrelid::regclass, a.attname), 'collation', n.nspname::text, c.collname::text, ''
+FROM pg_attribute a JOIN pg_collation c ON c.oid = a.attcollation JOIN pg_namespace n ON n.oid = c.collnamespace
+WHERE a.attrelid = ANY (SELECT to_regclass(x) FROM unnest($1::text[]) x) AND a.attnum > 0 AND NOT a.attisdropped
+  AND n.nspname <> 'pg_catalog'
+ORDER BY 1, 3, 4`, idents)
+	if err != nil {
+		return nil, fmt.Errorf("read the types the job's columns use: %w", err)
+	}
+	type need struct{ col, kind, schema, name, ext string }
+	var needs []need
+	for rows.Next() {
+		var n need
+		if err := rows.Scan(&n.col, &n.kind, &n.schema, &n.name, &n.ext); err != nil {
+			rows.Close()
+			return nil, fmt.Errorf("read the types the job's columns use: %w", err)
+		}
+		needs = append(needs, n)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("read the types the job's columns use: %w", err)
+	}
+	var out []string
+	for _, n := range needs {
+		q := `SELECT EXISTS (SELECT 1 FROM pg_type t JOIN pg_namespace n ON n.oid = t.typnamespace WHERE n.nspname = $1 AND t.typname = $2)`
+		if n.kind == "collation" {
+			q = `SELECT EXISTS (SELECT 1 FROM pg_collation c JOIN pg_namespace n ON n.oid = c.collnamespace WHERE n.nspname = $1 AND c.collname = $2)`
+		}
+		there, err := queryBool(ctx, tgt, q, n.schema, n.name)
+		if err != nil {
+			return nil, fmt.Errorf("look up %s %s.%s on the target: %w", n.kind, n.schema, n.name, err)
+		}
+		if there {
+			continue
+		}
+		s := fmt.Sprintf("%s: %s %s.%s", n.col, n.kind, n.schema, n.name)
+		if n.ext != "" {
+			s += " (extension " + n.ext + ")"
+		}
+		out = append(out, s)
+	}
+	return out, nil
+}

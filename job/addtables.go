@@ -118,6 +118,9 @@ func (j *Job) AddTables(ctx context.Context, force bool) (*AddTablesReport, erro
 		if tp, err = j.planTarget(ctx, tablePtrs(fresh), owned, force); err != nil {
 			return nil, err
 		}
+		if err := j.checkUncreatable(ctx, tp); err != nil {
+			return nil, err
+		}
 	}
 	if len(abandoned) > 0 {
 		if err := j.removeAbandoned(ctx, abandoned, isPublished); err != nil {

@@ -352,6 +352,9 @@ func (j *Job) planBootstrap(ctx context.Context, force bool) (*bootstrapPlan, er
 		}
 	}
 	if dump == nil {
+		if err := j.checkUncreatable(ctx, tp); err != nil {
+			return nil, err
+		}
 		if err := j.checkDefaultFunctions(ctx, tp); err != nil {
 			return nil, err
 		}

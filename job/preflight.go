@@ -255,19 +255,68 @@ func checkTarget(ctx context.Context, c *Checks, opts Options, src, tgt *pgx.Con
 		}
 	}
 	checkStatementTriggers(ctx, c, tgt, tables)
+	checkExtensions(ctx, c, src, tgt)
 	if len(created) == len(tables) && opts.PgDump != pgDumpOff {
 		// bootstrap takes the whole schema from pg_dump, functions included,
 		// if it finds one as new as the source: it says which in its log.
 		if path, err := exec.LookPath(opts.PgDump); err == nil {
-			c.add("schema", CheckOK, "the target has none of the job's tables: bootstrap takes the schema from "+path+" when it is as new as the source and the job takes whole schemas", "")
-			return
+			schemas, _, why, err := dumpSchemas(ctx, src, tables)
+			if err == nil && why == "" {
+				c.add("schema", CheckOK, "the target has none of the job's tables: bootstrap takes the schema from "+path+" when it is as new as the source", "")
+				checkRoles(ctx, c, src, tgt, schemas, opts.Names.Publication)
+				return
+			}
 		}
+	}
+	if missing, err := catalog.UncreatableTypes(ctx, src, tgt, created); err != nil {
+		c.add("types", CheckFail, oneLine(err.Error()), "")
+	} else if len(missing) > 0 {
+		c.add("types", CheckFail, "columns use what the target lacks and the built-in creator does not make: "+strings.Join(missing, "; "),
+			"CREATE EXTENSION (or the collation) on the target, or bootstrap into a target without the job's tables with pg_dump (job.pg_dump)")
 	}
 	if missing, err := catalog.MissingDefaultFunctions(ctx, src, tgt, created); err != nil {
 		c.add("default functions", CheckFail, oneLine(err.Error()), "")
 	} else if len(missing) > 0 {
 		c.add("default functions", CheckFail, "column defaults call functions the target lacks: "+strings.Join(missing, "; "),
 			"create them on the target (the built-in creator makes no functions), or bootstrap into a target without the job's tables with pg_dump (job.pg_dump)")
+	}
+}
+
+// checkExtensions fails for each source extension the target's server has
+// not installed, and warns for each it has at another version only.
+func checkExtensions(ctx context.Context, c *Checks, src, tgt *pgx.Conn) {
+	exts, err := sourceExtensions(ctx, src)
+	if err != nil {
+		c.add("extensions", CheckFail, oneLine(err.Error()), "")
+		return
+	}
+	gaps, err := extensionGapsOf(ctx, tgt, exts)
+	if err != nil {
+		c.add("extensions", CheckFail, oneLine(err.Error()), "")
+		return
+	}
+	refused, other := gaps.refused(), gaps.otherVersion()
+	switch {
+	case len(refused) > 0:
+		c.add("extensions", CheckFail, strings.Join(refused, "; "), "install them on the target's server (no restart needed), then rerun pgsync check")
+	case len(other) > 0:
+		c.add("extensions", CheckWarn, "the target's server lacks the source's version of "+strings.Join(other, ", ")+": bootstrap creates the server's default version", "")
+	default:
+		c.add("extensions", CheckOK, fmt.Sprintf("the target's server has each of the source's %d extension(s) at its version", len(exts)), "")
+	}
+}
+
+// checkRoles fails when the schema pg_dump would restore names roles the
+// target lacks, or roles its user cannot give objects to.
+func checkRoles(ctx context.Context, c *Checks, src, tgt *pgx.Conn, schemas []string, publication string) {
+	problem, err := roleProblem(ctx, src, tgt, schemas, publication)
+	switch {
+	case err != nil:
+		c.add("roles", CheckFail, oneLine(err.Error()), "")
+	case problem != "":
+		c.add("roles", CheckFail, problem, "pg_dumpall --roles-only --no-role-passwords -d <source> | psql -d <target> (docs/operations.md), or job.pg_dump = \"off\"")
+	default:
+		c.add("roles", CheckOK, "the target has every role the schema names", "")
 	}
 }
 

@@ -108,6 +108,21 @@ func (j *Job) checkDefaultFunctions(ctx context.Context, p targetPlan) error {
 	return nil
 }
 
+// checkUncreatable refuses tables to create whose columns use a type or
+// collation the target lacks and the built-in creator cannot make (an
+// extension's type): the bootstrap would otherwise stop half-way.
+func (j *Job) checkUncreatable(ctx context.Context, p targetPlan) error {
+	missing, err := catalog.UncreatableTypes(ctx, j.src, j.tgt, p.create)
+	if err != nil {
+		return err
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("columns use what the target lacks and the built-in creator does not make: %s: create the extensions (CREATE EXTENSION) or collations on the target, or bootstrap into a target without the job's tables with pg_dump (job.pg_dump): %w",
+			strings.Join(missing, "; "), ErrTargetLacks)
+	}
+	return nil
+}
+
 // prepareTarget carries out p: it creates the missing types, partitioned
 // parents and tables, and empties the tables p names. tgt is a replica
 // session.
