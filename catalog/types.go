@@ -520,7 +520,7 @@ func UncreatableTypes(ctx context.Context, src, tgt Querier, tables []*Table) ([
 	idents := RefIdents(tables)
 	rows, err := src.Query(ctx, `
 WITH RECURSIVE used(col, oid, depth) AS (
-  SELECT format('%s.%I', a.attrelid::regclass, a.attname), a.atttypid, 0 FROM pg_attribute a
+  SELECT (SELECT format('%I.%I.%I', n.nspname, c.relname, a.attname) FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.oid = a.attrelid), a.atttypid, 0 FROM pg_attribute a
   WHERE a.attrelid = ANY (SELECT to_regclass(x) FROM unnest($1::text[]) x) AND a.attnum > 0 AND NOT a.attisdropped
   UNION
   SELECT u.col, d.dep, u.depth + 1 FROM used u
@@ -536,9 +536,9 @@ SELECT DISTINCT u.col, 'type', n.nspname::text, t.typname::text,
   coalesce((SELECT e.extname::text FROM pg_depend d JOIN pg_extension e ON e.oid = d.refobjid
             WHERE d.classid = 'pg_type'::regclass AND d.objid = t.oid AND d.refclassid = 'pg_extension'::regclass AND d.deptype = 'e'), '')
 FROM used u JOIN pg_type t ON t.oid = u.oid JOIN pg_namespace n ON n.oid = t.typnamespace
-WHERE t.typtype = 'b' AND n.nspname NOT IN ('pg_catalog', 'information_schema')
+WHERE t.typtype = 'b' AND NOT (t.typcategory = 'A' AND t.typelem <> 0) AND n.nspname NOT IN ('pg_catalog', 'information_schema')
 UNION ALL
-SELECT format('%s.%I', a.attrelid::regclass, a.attname), 'collation', n.nspname::text, c.collname::text, ''
+SELECT (SELECT format('%I.%I.%I', n.nspname, c.relname, a.attname) FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.oid = a.attrelid), 'collation', n.nspname::text, c.collname::text, ''
 FROM pg_attribute a JOIN pg_collation c ON c.oid = a.attcollation JOIN pg_namespace n ON n.oid = c.collnamespace
 WHERE a.attrelid = ANY (SELECT to_regclass(x) FROM unnest($1::text[]) x) AND a.attnum > 0 AND NOT a.attisdropped
   AND n.nspname <> 'pg_catalog'

@@ -116,6 +116,9 @@ func (j *Job) choosePgDump(ctx context.Context, tables []catalog.Table, tp targe
 	d := &dumpScope{path: path, version: version}
 	restore, _, err := pgRestoreProgram(ctx, path)
 	if err != nil {
+		if ctx.Err() != nil {
+			return nil, "", ctx.Err() // cancelled (a check failed): not a reason to do without pg_dump
+		}
 		return nil, err.Error(), nil
 	}
 	d.restore = restore
@@ -862,7 +865,7 @@ func (b *schemaBuilder) buildPostData(ctx context.Context) error {
 		phases[o.phase] = append(phases[o.phase], o)
 	}
 	workers := max(b.j.opts.MaxParallelCopies, 1)
-	for phase := 0; phase <= 2; phase++ {
+	for phase := 0; phase < postDataPhases; phase++ {
 		work := make(chan pendingObject, len(phases[phase]))
 		for _, o := range phases[phase] {
 			work <- o

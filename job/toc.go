@@ -148,13 +148,19 @@ const (
 // postDataPhase orders post-data objects: keys and indexes first, in
 // parallel; then the attachments of partitions' indexes to their
 // parents'; then what needs them (foreign keys, triggers, rules,
-// policies, comments on indexes).
+// policies); last the comments, privileges and security labels, which
+// belong to the entry before them and must not race it.
 func postDataPhase(desc string) int {
 	switch desc {
 	case "INDEX", "CONSTRAINT":
 		return 0
 	case "INDEX ATTACH":
 		return 1
+	case "COMMENT", "ACL", "SECURITY LABEL":
+		return 3
 	}
 	return 2
 }
+
+// postDataPhases is the number of phases of postDataPhase.
+const postDataPhases = 4

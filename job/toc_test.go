@@ -125,7 +125,7 @@ func TestPostDataPhases(t *testing.T) {
 	for _, e := range entries {
 		last[e.Desc] = postDataPhase(e.Desc)
 	}
-	want := map[string]int{"CONSTRAINT": 0, "INDEX": 0, "INDEX ATTACH": 1, "FK CONSTRAINT": 2, "TRIGGER": 2, "POLICY": 2, "COMMENT": 2, "DEFAULT ACL": 2}
+	want := map[string]int{"CONSTRAINT": 0, "INDEX": 0, "INDEX ATTACH": 1, "FK CONSTRAINT": 2, "TRIGGER": 2, "POLICY": 2, "COMMENT": 3, "DEFAULT ACL": 2}
 	for desc, phase := range want {
 		if got, ok := last[desc]; !ok || got != phase {
 			t.Errorf("phase of %s = %d (present %v), want %d", desc, got, ok, phase)

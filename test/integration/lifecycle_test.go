@@ -303,6 +303,23 @@ func TestBootstrapFailedCheckRecordsNothing(t *testing.T) {
 	if err := os.WriteFile(e.cfgPath, good, 0o600); err != nil {
 		t.Fatal(err)
 	}
+	// The role is granted SELECT on the source's table: the schema that
+	// pg_dump restores names it, and the target lacks it (issue 22).
+	r = e.pgsync("bootstrap")
+	if r.code != 1 || !strings.Contains(r.stderr, "roles:") || !strings.Contains(r.stderr, role) || !strings.Contains(r.stderr, "pg_dumpall --roles-only --no-role-passwords") {
+		t.Fatalf("bootstrap into a target without role %s: exit %d, want 1 naming the role and the fix\n%s", role, r.code, r.stderr)
+	}
+	if got := e.recorded(); got != "" || e.slotExists() || queryOne[bool](t, e.tgt, "SELECT to_regclass('public.t') IS NOT NULL") {
+		t.Fatalf("a bootstrap refused for a missing role recorded %q, or made the slot or the table", got)
+	}
+	e.tgtExec(`CREATE ROLE ` + role)
+	t.Cleanup(func() {
+		_, _ = e.tgt.Exec(context.Background(), `DROP OWNED BY `+role)
+		_, _ = e.tgt.Exec(context.Background(), `DROP ROLE `+role)
+	})
 	e.mustPgsync("bootstrap")
 	e.mustVerify()
+	if !queryOne[bool](t, e.tgt, "SELECT has_table_privilege($1, 'public.t', 'SELECT')", role) {
+		t.Error("the role's grant did not reach the target")
+	}
 }

@@ -96,8 +96,8 @@ func TestBootstrapWholeDatabaseFromPgDump(t *testing.T) {
 	if !strings.Contains(r.stdout, "schema from pg_dump") || !strings.Contains(r.stderr, "schema restored from pg_dump") {
 		t.Fatalf("bootstrap did not take the schema from pg_dump:\n%s\n%s", r.stdout, r.stderr)
 	}
-	for _, want := range []string{`object="constraint orders orders_pkey"`, `object="fk constraint order_items order_items_order_id_fkey"`,
-		`object="trigger orders orders_audit"`, `object="policy coupons coupons_own"`, "refreshed materialized_view=order_totals"} {
+	for _, want := range []string{`object="constraint public.orders orders_pkey"`, `object="fk constraint public.order_items order_items_order_id_fkey"`,
+		`object="trigger public.orders orders_audit"`, `object="policy public.coupons coupons_own"`, "refreshed materialized_view=order_totals"} {
 		if !strings.Contains(r.stderr, want) {
 			t.Errorf("bootstrap's log lacks %s", want)
 		}
