@@ -22,13 +22,16 @@ func (a *app) cutoverCmd() *cobra.Command {
 	var asJSON bool
 	c := &cobra.Command{
 		Use:   "cutover",
-		Short: "Finish a move: wait until the target has everything, set its sequences, verify, report",
+		Short: "Finish a move: wait until the target has everything, set its sequences, report it ready, then verify",
 		Long: `cutover ends a move while pgsync run streams: it checks that the lag is under
 --max-lag, optionally makes the source read-only for the application's
 roles (--lock-source), waits until the target has applied everything up to
-the source's WAL position, sets the target's sequences (as pgsync
-sequences does), runs verify and prints a report. Switch the application
-to the target once it says identical.
+the source's WAL position, takes a snapshot of each side there, sets the
+target's sequences (as pgsync sequences does) and prints "ready": switch
+the application to the target then. Only after that does it compare the
+tables, the locked source against the target's snapshot, so the write
+gap does not grow with the database; the verdict is the report's last
+line.
 
 --lock-source ROLE runs, on the source, ALTER ROLE ROLE SET
 default_transaction_read_only = on and ends that role's sessions on the
@@ -40,9 +43,10 @@ default_transaction_read_only). Whatever the outcome, cutover prints its
 report, and an error after the lock names the locked roles and the undo. Without --lock-source, writes that arrive
 on the source after the wait are not on the target: stop them first.
 
-Exit status: 0 the target has everything and verify says identical (the
-report says so), 1 the lag is over --max-lag, the wait timed out, a table
-differs, or an error.`,
+Exit status: 0 the target has everything and the comparison says
+identical (the report says so), 1 the lag is over --max-lag, the wait
+timed out, a table differs at the cutover position (named; the target was
+already reported ready: decide whether to go on), or an error.`,
 		Args: cobra.NoArgs,
 		RunE: a.withJob(func(ctx context.Context, j *job.Job) error {
 			if len(unlockRoles) > 0 {
@@ -56,7 +60,13 @@ differs, or an error.`,
 			if err != nil {
 				return failf(ExitUsage, "--max-lag %q: %v", maxLag, err)
 			}
-			rep, err := j.Cutover(ctx, job.CutoverOptions{MaxLagBytes: int64(limit), LockRoles: lockRoles, Timeout: timeout})
+			ready := func(rep *job.CutoverReport) {
+				if asJSON {
+					return // the report below says when
+				}
+				a.printCutoverReady(rep)
+			}
+			rep, err := j.Cutover(ctx, job.CutoverOptions{MaxLagBytes: int64(limit), LockRoles: lockRoles, Timeout: timeout, Ready: ready})
 			a.printCutover(rep, asJSON)
 			return lifecycleRemedy(err, "cutover")
 		}),
@@ -85,9 +95,6 @@ func (a *app) printCutover(rep *job.CutoverReport, asJSON bool) {
 	if rep.SourceLSN != "" {
 		fmt.Fprintf(a.stdout, "source WAL:      %s, applied %s after %.1f s\n", rep.SourceLSN, rep.AppliedLSN, rep.WaitSeconds)
 	}
-	for _, s := range rep.Sequences {
-		fmt.Fprintf(a.stdout, "sequence set:    %s = %d (was %d)\n", s.Target, s.SourceLast, s.TargetLast)
-	}
 	if len(rep.Tables) > 0 {
 		verify.Print(a.stdout, rep.Tables)
 	}
@@ -95,6 +102,24 @@ func (a *app) printCutover(rep *job.CutoverReport, asJSON bool) {
 		fmt.Fprintf(a.stdout, "finished:        %s: not done (the error below says why)\n", rep.Finished.Format(time.RFC3339))
 	}
 	if rep.Identical {
-		fmt.Fprintf(a.stdout, "finished:        %s: all %d tables identical; switch the application to the target\n", rep.Finished.Format(time.RFC3339), len(rep.Tables))
+		fmt.Fprintf(a.stdout, "finished:        %s: all %d tables identical at the cutover position (compared in %.1f s, after ready)\n", rep.Finished.Format(time.RFC3339), len(rep.Tables), rep.VerifySeconds)
 	}
+}
+
+// printCutoverReady is cutover's first verdict, printed as soon as the
+// target may take the application's writes.
+func (a *app) printCutoverReady(rep *job.CutoverReport) {
+	for _, s := range rep.Sequences {
+		fmt.Fprintf(a.stdout, "sequence set:    %s = %d (was %d)\n", s.Target, s.SourceLast, s.TargetLast)
+	}
+	if lo := rep.LargeObjects; lo != nil {
+		fmt.Fprintf(a.stdout, "large objects:   %d on the source; %d created or changed since bootstrap copied, %d removed, in %.2f s\n", lo.Source, lo.Copied, lo.Removed, lo.Seconds)
+	}
+	gap := ""
+	if !rep.LockedAt.IsZero() {
+		gap = fmt.Sprintf(" (the source took no writes for %.3f s)", rep.WriteGapSeconds)
+	}
+	fmt.Fprintf(a.stdout, "ready:           %s: the target has every change up to %s and its sequences; switch the application to it now%s\n",
+		rep.ReadyAt.Format(time.RFC3339Nano), rep.SourceLSN, gap)
+	fmt.Fprintln(a.stdout, "verifying:       the locked source against the target's snapshot at that position ...")
 }

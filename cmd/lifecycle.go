@@ -123,6 +123,9 @@ func (a *app) printBootstrap(rep *job.BootstrapReport) {
 	case job.Restart:
 		fmt.Fprintln(a.stdout, "started the job over: new slot, every table copied again")
 	}
+	if rep.LargeObjects > 0 {
+		fmt.Fprintf(a.stdout, "copied %d large objects under the same snapshot (cutover copies those created or changed after it)\n", rep.LargeObjects)
+	}
 	if len(rep.Kept) > 0 {
 		fmt.Fprintf(a.stdout, "kept %d tables the interrupted bootstrap had copied: %s\n", len(rep.Kept), strings.Join(rep.Kept, ", "))
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/pgsync/pgsync/apply"
 	"github.com/pgsync/pgsync/catalog"
+	"github.com/pgsync/pgsync/largeobject"
 	"github.com/pgsync/pgsync/pgconnect"
 	"github.com/pgsync/pgsync/replication"
 	"github.com/pgsync/pgsync/snapshot"
@@ -40,6 +41,8 @@ type BootstrapReport struct {
 	Created, Parents int
 	Built            int
 	Failed           []string
+	// LargeObjects is how many large objects were copied.
+	LargeObjects int
 }
 
 // readRecorded reads what the target and the source hold of the job.
@@ -209,22 +212,55 @@ func (j *Job) Bootstrap(ctx context.Context, force bool, progress *snapshot.Prog
 			keys.add(r.Table)
 			return nil
 		}
+		// Large objects are copied beside the tables, under the same
+		// snapshot: their session imports it before the copy's streams
+		// let the exporting connection go.
+		loDone := make(chan error, 1)
+		if len(bp.largeObjects) > 0 {
+			loCtx, loImported := ctx, make(chan struct{})
+			go func() {
+				n, err := j.copyLargeObjects(loCtx, slot.SnapshotName, loImported)
+				rep.LargeObjects = n
+				loDone <- err
+			}()
+			select {
+			case <-loImported:
+			case err := <-loDone:
+				return nil, err
+			}
+		} else {
+			loDone <- nil
+		}
 		results, _, _, err := j.copyAndBuild(ctx, slot, toCopy, nil, progress, copied, "rerun pgsync bootstrap to resume")
 		early := keys.wait()
+		loErr := <-loDone
 		if err != nil {
 			return nil, err
+		}
+		if loErr != nil {
+			return nil, fmt.Errorf("copy large objects (rerun pgsync bootstrap to resume): %w", loErr)
 		}
 		built, failed, err := j.buildObjects(ctx, remaining(objects, early), early, "rerun pgsync bootstrap to resume")
 		if err != nil {
 			return nil, err
 		}
 		rep.Results, rep.Built, rep.Failed = results, len(built), failed
-	} else if len(objects) > 0 {
-		built, failed, err := j.buildObjects(ctx, objects, nil, "rerun pgsync bootstrap to resume")
-		if err != nil {
-			return nil, err
+	} else {
+		if len(objects) > 0 {
+			built, failed, err := j.buildObjects(ctx, objects, nil, "rerun pgsync bootstrap to resume")
+			if err != nil {
+				return nil, err
+			}
+			rep.Built, rep.Failed = len(built), failed
 		}
-		rep.Built, rep.Failed = len(built), failed
+		// A resumed bootstrap with no table left to copy has no snapshot:
+		// the large objects an interrupted one did not copy are copied as
+		// the source has them now (cutover brings them in line anyway).
+		if len(bp.largeObjects) > 0 {
+			if rep.LargeObjects, err = j.copyLargeObjects(ctx, "", nil); err != nil {
+				return nil, fmt.Errorf("copy large objects (rerun pgsync bootstrap to resume): %w", err)
+			}
+		}
 	}
 	if schema != nil {
 		if err := schema.buildPostData(ctx); err != nil {
@@ -268,6 +304,9 @@ type bootstrapPlan struct {
 	unpublished []catalog.Table // of toCopy, those a resumed bootstrap adds to the publication
 	tp          targetPlan
 	dump        *dumpScope // nil: the built-in creator
+	// largeObjects are the source's large objects, copied beside the
+	// tables under the same snapshot.
+	largeObjects []largeobject.Object
 }
 
 // planBootstrap reads, and changes nothing on either server: the job's
@@ -359,8 +398,79 @@ func (j *Job) planBootstrap(ctx context.Context, force bool) (*bootstrapPlan, er
 			return nil, err
 		}
 	}
+	if bp.largeObjects, err = j.planLargeObjects(ctx, plan); err != nil {
+		return nil, err
+	}
 	bp.toCopy, bp.unpublished, bp.tp, bp.dump = toCopy, unpublished, tp, dump
 	return bp, nil
+}
+
+// planLargeObjects reads the source's large objects and refuses, before
+// anything is written, those the target could not take: an owner or
+// grantee it lacks, or an object of its own with a source object's OID
+// (only --force replaces it; a resumed bootstrap replaces its own).
+func (j *Job) planLargeObjects(ctx context.Context, plan BootstrapPlan) ([]largeobject.Object, error) {
+	objs, err := largeobject.List(ctx, j.src)
+	if err != nil || len(objs) == 0 {
+		return nil, err
+	}
+	if problem, err := targetRoleProblem(ctx, j.tgt, largeobject.Roles(objs), "the large objects"); err != nil {
+		return nil, err
+	} else if problem != "" {
+		return nil, fmt.Errorf("%s: %w", problem, ErrTargetLacks)
+	}
+	if plan.Mode == Resume || plan.EmptyAll {
+		return objs, nil
+	}
+	oids := make([]uint32, len(objs))
+	for i, o := range objs {
+		oids[i] = o.OID
+	}
+	var clash []string
+	if err := j.tgt.QueryRow(ctx, `SELECT coalesce(array_agg(oid::text ORDER BY oid), '{}') FROM (
+  SELECT oid FROM pg_largeobject_metadata WHERE oid = ANY ($1) ORDER BY oid LIMIT 5) x`, oids).Scan(&clash); err != nil {
+		return nil, fmt.Errorf("look for the source's large objects on the target: %w", err)
+	}
+	if len(clash) > 0 {
+		return nil, fmt.Errorf("the target has large objects of its own with the OIDs of source ones (%s): remove them (SELECT lo_unlink(oid)), or rerun with --force to replace them: %w",
+			strings.Join(clash, ", "), ErrTargetTable)
+	}
+	return objs, nil
+}
+
+// copyLargeObjects copies the source's large objects that the target
+// lacks or holds otherwise, as the snapshot (when not "") shows them, on
+// sessions of its own; imported (when not nil) is closed once its session
+// holds the snapshot. It runs beside the tables' copy.
+func (j *Job) copyLargeObjects(ctx context.Context, snapshotName string, imported chan<- struct{}) (n int, err error) {
+	began := time.Now()
+	src, err := pgconnect.Connect(ctx, "source", j.opts.SourceURL)
+	if err != nil {
+		return 0, err
+	}
+	defer src.Close(context.WithoutCancel(ctx))
+	if snapshotName != "" {
+		if _, err := src.Exec(ctx, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"); err != nil {
+			return 0, err
+		}
+		if _, err := src.Exec(ctx, "SET TRANSACTION SNAPSHOT '"+snapshotName+"'"); err != nil {
+			return 0, fmt.Errorf("large objects: import snapshot %s: %w", snapshotName, err)
+		}
+	}
+	if imported != nil {
+		close(imported)
+	}
+	tgt, err := pgconnect.Connect(ctx, "target", j.opts.TargetURL)
+	if err != nil {
+		return 0, err
+	}
+	defer tgt.Close(context.WithoutCancel(ctx))
+	found, copied, _, err := largeobject.Sync(ctx, src, tgt, j.opts.Job)
+	if err != nil {
+		return copied, err
+	}
+	j.log.Info("large objects copied", "source", found.Source, "copied", copied, "seconds", fmt.Sprintf("%.2f", time.Since(began).Seconds()))
+	return copied, nil
 }
 
 // markTables moves tables through ev (NextTableState) and records their

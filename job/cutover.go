@@ -13,6 +13,8 @@ import (
 
 	"github.com/pgsync/pgsync/apply"
 	"github.com/pgsync/pgsync/catalog"
+	"github.com/pgsync/pgsync/largeobject"
+	"github.com/pgsync/pgsync/pgconnect"
 	"github.com/pgsync/pgsync/replication"
 	"github.com/pgsync/pgsync/sequences"
 	"github.com/pgsync/pgsync/verify"
@@ -27,13 +29,27 @@ type CutoverReport struct {
 	LagBytesAtStart int64     `json:"lag_bytes_at_start"`
 	// LockedRoles are the roles cutover made read-only on the source;
 	// they stay so until pgsync cutover --unlock-source.
-	LockedRoles []string             `json:"locked_roles,omitempty"`
+	LockedRoles []string `json:"locked_roles,omitempty"`
+	// LockedAt is when the source stopped taking the locked roles' writes.
+	LockedAt    time.Time            `json:"locked_at,omitzero"`
 	SourceLSN   string               `json:"source_lsn,omitempty"` // the source's WAL position the target must reach
 	AppliedLSN  string               `json:"applied_lsn,omitempty"`
 	WaitSeconds float64              `json:"wait_seconds"`
-	Tables      []verify.Result      `json:"tables"`
 	Sequences   []sequences.Sequence `json:"sequences_set"`
-	Identical   bool                 `json:"identical"`
+	// ReadyAt is when the target was reported ready for writes: it had
+	// every change up to SourceLSN and its sequences were set.
+	// WriteGapSeconds is the time from LockedAt to ReadyAt, in which the
+	// application could write nowhere.
+	LargeObjects    *LargeObjectsReport `json:"large_objects,omitempty"`
+	ReadyAt         time.Time           `json:"ready_at,omitzero"`
+	WriteGapSeconds float64             `json:"write_gap_seconds,omitempty"`
+	// TargetSnapshot is the target's snapshot at SourceLSN, exported
+	// before ReadyAt; the tables were compared at it, and at the locked
+	// source's, while the application could already write to the target.
+	TargetSnapshot string          `json:"target_snapshot,omitempty"`
+	VerifySeconds  float64         `json:"verify_seconds"`
+	Tables         []verify.Result `json:"tables"`
+	Identical      bool            `json:"identical"`
 }
 
 // CutoverOptions are cutover's flags.
@@ -41,6 +57,9 @@ type CutoverOptions struct {
 	MaxLagBytes int64
 	LockRoles   []string
 	Timeout     time.Duration
+	// Ready, when set, is called as soon as the target is ready for
+	// writes, before the tables are compared.
+	Ready func(*CutoverReport)
 }
 
 // Sentinel errors of cutover.
@@ -84,7 +103,20 @@ func (j *Job) cutover(ctx context.Context, o CutoverOptions, rep *CutoverReport)
 	if err != nil {
 		return err
 	}
+	// The sessions that hold each side's snapshot for the comparison are
+	// opened now, before the write gap begins.
+	srcView, err := pgconnect.Connect(ctx, "source", j.opts.SourceURL)
+	if err != nil {
+		return err
+	}
+	defer srcView.Close(context.WithoutCancel(ctx))
+	tgtView, err := pgconnect.Connect(ctx, "target", j.opts.TargetURL)
+	if err != nil {
+		return err
+	}
+	defer tgtView.Close(context.WithoutCancel(ctx))
 	if len(o.LockRoles) > 0 {
+		rep.LockedAt = time.Now().UTC()
 		if err := j.lockRoles(ctx, o.LockRoles, rep); err != nil {
 			return err
 		}
@@ -124,6 +156,21 @@ func (j *Job) cutover(ctx context.Context, o CutoverOptions, rep *CutoverReport)
 		}
 	}
 
+	// Logical decoding does not carry large objects: those created or
+	// changed on the source since bootstrap are copied now, under the
+	// lock, and those it removed are removed. This part of the write gap
+	// grows with their total size (each is hashed on both sides).
+	if rep.LargeObjects, err = j.syncLargeObjects(ctx); err != nil {
+		return err
+	}
+	// The target has every change up to goal: its snapshot now is the
+	// source's at goal, whatever the application writes once told.
+	if rep.TargetSnapshot, err = holdSnapshot(ctx, tgtView); err != nil {
+		return fmt.Errorf("target: %w", err)
+	}
+	if _, err := holdSnapshot(ctx, srcView); err != nil {
+		return fmt.Errorf("source: %w", err)
+	}
 	seqs, err := sequences.List(ctx, j.src, j.tgt, tables)
 	if err != nil {
 		return err
@@ -136,9 +183,21 @@ func (j *Job) cutover(ctx context.Context, o CutoverOptions, rep *CutoverReport)
 	if err != nil {
 		j.log.Warn("sequences", "err", err)
 	}
-	rep.Tables, err = verify.Compare(ctx, j.src, j.tgt, tables)
+	rep.ReadyAt = time.Now().UTC()
+	if !rep.LockedAt.IsZero() {
+		rep.WriteGapSeconds = rep.ReadyAt.Sub(rep.LockedAt).Seconds()
+	}
+	if o.Ready != nil {
+		o.Ready(rep)
+	}
+	// Verified after the report, against the two snapshots: the locked
+	// source does not change, and the target's snapshot does not see the
+	// application's writes. Its time is not the application's (issue 24).
+	verifyBegan := time.Now()
+	rep.Tables, err = verify.Compare(ctx, srcView, tgtView, tables)
+	rep.VerifySeconds = time.Since(verifyBegan).Seconds()
 	if err != nil {
-		return err
+		return fmt.Errorf("compare the tables at the cutover position (the target was reported ready at %s): %w", rep.ReadyAt.Format(time.RFC3339), err)
 	}
 	var differ []string
 	for _, r := range rep.Tables {
@@ -147,10 +206,54 @@ func (j *Job) cutover(ctx context.Context, o CutoverOptions, rep *CutoverReport)
 		}
 	}
 	if len(differ) > 0 {
-		return fmt.Errorf("%d of %d tables differ after the wait: %s: %w (were writes still arriving on the source? use --lock-source)", len(differ), len(rep.Tables), strings.Join(differ, ", "), ErrTablesDiffer)
+		return fmt.Errorf("%d of %d tables differ at the cutover position, compared after the target was reported ready: %s: %w (were writes still arriving on the source? use --lock-source)", len(differ), len(rep.Tables), strings.Join(differ, ", "), ErrTablesDiffer)
+	}
+	if rep.LargeObjects != nil {
+		found, err := largeobject.Compare(ctx, srcView, tgtView)
+		if err != nil {
+			return fmt.Errorf("compare the large objects at the cutover position: %w", err)
+		}
+		if !found.Identical() {
+			return fmt.Errorf("%d large object(s) differ at the cutover position (first: %d, %s): %w", len(found.Differ), found.Differ[0].OID, found.Differ[0].Kind, ErrTablesDiffer)
+		}
 	}
 	rep.Identical = true
 	return nil
+}
+
+// syncLargeObjects brings the target's large objects in line with the
+// source's; nil when neither side has any.
+func (j *Job) syncLargeObjects(ctx context.Context) (*LargeObjectsReport, error) {
+	began := time.Now()
+	found, copied, removed, err := largeobject.Sync(ctx, j.src, j.tgt, j.opts.Job)
+	if err != nil {
+		return nil, err
+	}
+	if found.Source == 0 && found.Target == 0 {
+		return nil, nil
+	}
+	return &LargeObjectsReport{Source: found.Source, Copied: copied, Removed: removed, Seconds: time.Since(began).Seconds()}, nil
+}
+
+// LargeObjectsReport is what cutover did to the large objects.
+type LargeObjectsReport struct {
+	Source  int     `json:"source"`  // on the source
+	Copied  int     `json:"copied"`  // created or changed since bootstrap, copied
+	Removed int     `json:"removed"` // removed from the source since, removed (pgsync's own only)
+	Seconds float64 `json:"seconds"`
+}
+
+// holdSnapshot begins a read-only REPEATABLE READ transaction on conn and
+// exports its snapshot, which holds from now until conn closes.
+func holdSnapshot(ctx context.Context, conn *pgx.Conn) (string, error) {
+	if _, err := conn.Exec(ctx, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"); err != nil {
+		return "", fmt.Errorf("begin the comparison's snapshot: %w", err)
+	}
+	var name string
+	if err := conn.QueryRow(ctx, "SELECT pg_export_snapshot()").Scan(&name); err != nil {
+		return "", fmt.Errorf("export the comparison's snapshot: %w", err)
+	}
+	return name, nil
 }
 
 // appliedAndHead returns the position the target has applied (or the slot

@@ -15,6 +15,7 @@ import (
 
 	"github.com/pgsync/pgsync/apply"
 	"github.com/pgsync/pgsync/catalog"
+	"github.com/pgsync/pgsync/largeobject"
 	"github.com/pgsync/pgsync/replication"
 	"github.com/pgsync/pgsync/snapshot"
 )
@@ -95,5 +96,8 @@ func (j *Job) Teardown(ctx context.Context) error {
 	if err := apply.DeleteProgress(ctx, j.tgt, j.opts.Job); err != nil {
 		return err
 	}
-	return deleteSchemaRecords(ctx, j.tgt, j.opts.Job)
+	if err := deleteSchemaRecords(ctx, j.tgt, j.opts.Job); err != nil {
+		return err
+	}
+	return largeobject.DeleteRecord(ctx, j.tgt, j.opts.Job)
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/pgsync/pgsync/apply"
 	"github.com/pgsync/pgsync/catalog"
+	"github.com/pgsync/pgsync/largeobject"
 	"github.com/pgsync/pgsync/pgconnect"
 	"github.com/pgsync/pgsync/replication"
 )
@@ -256,6 +257,7 @@ func checkTarget(ctx context.Context, c *Checks, opts Options, src, tgt *pgx.Con
 	}
 	checkStatementTriggers(ctx, c, tgt, tables)
 	checkExtensions(ctx, c, src, tgt)
+	checkLargeObjects(ctx, c, src, tgt)
 	if len(created) == len(tables) && opts.PgDump != pgDumpOff {
 		// bootstrap takes the whole schema from pg_dump, functions included,
 		// if it finds one as new as the source: it says which in its log.
@@ -303,6 +305,33 @@ func checkExtensions(ctx context.Context, c *Checks, src, tgt *pgx.Conn) {
 		c.add("extensions", CheckWarn, "the target's server lacks the source's version of "+strings.Join(other, ", ")+": bootstrap creates the server's default version", "")
 	default:
 		c.add("extensions", CheckOK, fmt.Sprintf("the target's server has each of the source's %d extension(s) at its version", len(exts)), "")
+	}
+}
+
+// checkLargeObjects says how many large objects the source has, and fails
+// when the target lacks a role they name.
+func checkLargeObjects(ctx context.Context, c *Checks, src, tgt *pgx.Conn) {
+	objs, err := largeobject.List(ctx, src)
+	if err != nil {
+		c.add("large objects", CheckFail, oneLine(err.Error()), "")
+		return
+	}
+	if len(objs) == 0 {
+		return
+	}
+	n, bytes, err := largeobject.Summary(ctx, src)
+	if err != nil {
+		c.add("large objects", CheckFail, oneLine(err.Error()), "the source's user must be able to read every large object (its owner, a grantee of SELECT, or a superuser)")
+		return
+	}
+	problem, err := targetRoleProblem(ctx, tgt, largeobject.Roles(objs), "the large objects")
+	switch {
+	case err != nil:
+		c.add("large objects", CheckFail, oneLine(err.Error()), "")
+	case problem != "":
+		c.add("large objects", CheckFail, problem, "pg_dumpall --roles-only --no-role-passwords -d <source> | psql -d <target> (docs/operations.md)")
+	default:
+		c.add("large objects", CheckOK, fmt.Sprintf("%d (%s): logical decoding does not carry them; bootstrap copies them, cutover copies those created or changed after, verify compares them", n, humanize.IBytes(uint64(bytes))), "")
 	}
 }
 

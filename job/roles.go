@@ -57,8 +57,14 @@ func roleProblem(ctx context.Context, src, tgt *pgx.Conn, schemas []string, publ
 	if err != nil {
 		return "", err
 	}
+	return targetRoleProblem(ctx, tgt, roles, "the schema")
+}
+
+// targetRoleProblem says which of roles, which what names, the target
+// lacks or its user cannot give objects to ("" when none).
+func targetRoleProblem(ctx context.Context, tgt *pgx.Conn, roles []string, what string) (string, error) {
 	var missing, notMember []string
-	err = tgt.QueryRow(ctx, `SELECT coalesce((SELECT array_agg(r ORDER BY r) FROM unnest($1::text[]) r WHERE NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = r)), '{}'),
+	err := tgt.QueryRow(ctx, `SELECT coalesce((SELECT array_agg(r ORDER BY r) FROM unnest($1::text[]) r WHERE NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = r)), '{}'),
   coalesce((SELECT array_agg(r ORDER BY r) FROM unnest($1::text[]) r WHERE CASE WHEN EXISTS (SELECT 1 FROM pg_roles WHERE rolname = r) THEN NOT pg_has_role(current_user, r, 'MEMBER') ELSE false END), '{}')`,
 		roles).Scan(&missing, &notMember)
 	if err != nil {
@@ -66,9 +72,9 @@ func roleProblem(ctx context.Context, src, tgt *pgx.Conn, schemas []string, publ
 	}
 	switch {
 	case len(missing) > 0:
-		return fmt.Sprintf("the schema names role(s) the target lacks: %s (create them on the target first; docs/operations.md shows pg_dumpall --roles-only --no-role-passwords)", strings.Join(missing, ", ")), nil
+		return fmt.Sprintf("%s names role(s) the target lacks: %s (create them on the target first; docs/operations.md shows pg_dumpall --roles-only --no-role-passwords)", what, strings.Join(missing, ", ")), nil
 	case len(notMember) > 0:
-		return fmt.Sprintf("the target's user cannot give objects to their owner(s) or grant to %s (it must be a member of each, or a superuser)", strings.Join(notMember, ", ")), nil
+		return fmt.Sprintf("%s names role(s) the target's user cannot give objects to: %s (it must be a member of each, or a superuser)", what, strings.Join(notMember, ", ")), nil
 	}
 	return "", nil
 }

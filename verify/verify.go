@@ -61,24 +61,12 @@ func hashSQL(t *catalog.Table, casts map[string]string, only bool) string {
 FROM (SELECT md5(ROW(%s)::text) AS h FROM %s%s) rows`, cols.String(), map[bool]string{true: "ONLY ", false: ""}[only], t.Ident())
 }
 
-// hashTable hashes t on conn, its columns read as casts says. A timeZone
-// sets the session's TimeZone for the query (SET LOCAL): the text form of
-// a timestamptz, and a timestamp read as one, depend on it.
-func hashTable(ctx context.Context, conn *pgx.Conn, t *catalog.Table, casts map[string]string, timeZone string, only bool) (Side, error) {
+// hashTable hashes t on conn, its columns read as casts says, in conn's
+// session and transaction (a snapshot the caller holds, or none).
+func hashTable(ctx context.Context, conn *pgx.Conn, t *catalog.Table, casts map[string]string, only bool) (Side, error) {
 	var s Side
 	var sums string
-	var err error
-	if timeZone == "" {
-		err = conn.QueryRow(ctx, hashSQL(t, casts, only)).Scan(&s.Rows, &sums)
-	} else {
-		err = pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
-			if _, err := tx.Exec(ctx, "SELECT set_config('TimeZone', $1, true)", timeZone); err != nil {
-				return err
-			}
-			return tx.QueryRow(ctx, hashSQL(t, casts, only)).Scan(&s.Rows, &sums)
-		})
-	}
-	if err != nil {
+	if err := conn.QueryRow(ctx, hashSQL(t, casts, only)).Scan(&s.Rows, &sums); err != nil {
 		return s, fmt.Errorf("hash %s: %w", t, err)
 	}
 	sum := md5.Sum([]byte(sums))
@@ -116,11 +104,14 @@ func comparisonCasts(ctx context.Context, target *pgx.Conn, t *catalog.Table) (c
 	return casts, partitioned, nil
 }
 
-// Compare hashes every table on both servers, the two sides concurrently.
-// tables are the source definitions: their columns are read on both sides,
-// on the source as the target's types hold them (comparisonCasts), under
-// the target session's TimeZone.
-func Compare(ctx context.Context, source, target *pgx.Conn, tables []catalog.Table) ([]Result, error) {
+// Compare hashes every table on both servers, the two sides concurrently,
+// each in its session's current transaction: a caller that holds a
+// snapshot on each side (REPEATABLE READ) compares the two at those
+// snapshots. tables are the source definitions: their columns are read on
+// both sides, on the source as the target's types hold them
+// (comparisonCasts), under the target session's TimeZone (the text form
+// of a timestamptz, and a timestamp read as one, depend on it).
+func Compare(ctx context.Context, source, target *pgx.Conn, tables []catalog.Table) (results []Result, err error) {
 	var sourceZone, targetZone string
 	if err := source.QueryRow(ctx, "SELECT current_setting('TimeZone')").Scan(&sourceZone); err != nil {
 		return nil, fmt.Errorf("source: read TimeZone: %w", err)
@@ -128,11 +119,17 @@ func Compare(ctx context.Context, source, target *pgx.Conn, tables []catalog.Tab
 	if err := target.QueryRow(ctx, "SELECT current_setting('TimeZone')").Scan(&targetZone); err != nil {
 		return nil, fmt.Errorf("target: read TimeZone: %w", err)
 	}
-	zone := "" // the source's session agrees already
 	if sourceZone != targetZone {
-		zone = targetZone
+		if _, err := source.Exec(ctx, "SELECT set_config('TimeZone', $1, false)", targetZone); err != nil {
+			return nil, fmt.Errorf("source: set TimeZone: %w", err)
+		}
+		defer func() {
+			if _, rerr := source.Exec(context.WithoutCancel(ctx), "SELECT set_config('TimeZone', $1, false)", sourceZone); rerr != nil && err == nil {
+				err = fmt.Errorf("source: reset TimeZone: %w", rerr)
+			}
+		}()
 	}
-	results := make([]Result, len(tables))
+	results = make([]Result, len(tables))
 	for i := range tables {
 		t := &tables[i]
 		results[i].Table = t.String()
@@ -144,14 +141,14 @@ func Compare(ctx context.Context, source, target *pgx.Conn, tables []catalog.Tab
 		}
 		g, gctx := errgroup.WithContext(ctx)
 		g.Go(func() (err error) {
-			results[i].Source, err = hashTable(gctx, source, t, casts, zone, true)
+			results[i].Source, err = hashTable(gctx, source, t, casts, true)
 			if err != nil {
 				err = fmt.Errorf("source: %w", err)
 			}
 			return err
 		})
 		g.Go(func() (err error) {
-			results[i].Target, err = hashTable(gctx, target, t, nil, "", !partitioned)
+			results[i].Target, err = hashTable(gctx, target, t, nil, !partitioned)
 			if err != nil {
 				err = fmt.Errorf("target: %w", err)
 			}

@@ -16,8 +16,9 @@ import (
 // keys with cascades, a trigger, a partitioned table, a schema that holds
 // only views, a materialized view, a function whose body has a line
 // beginning with a backslash, comments on every kind of object, grants and
-// default privileges to role, and a table without a key given REPLICA
-// IDENTITY FULL.
+// default privileges to role, a table without a key given REPLICA
+// IDENTITY FULL, and large objects (one of 1.4 MB, over a chunk; one
+// owned by role, one readable by it).
 func erpDDL(role string) string {
 	return `
 CREATE EXTENSION citext; CREATE EXTENSION hstore; CREATE EXTENSION ltree; CREATE EXTENSION pg_trgm; CREATE EXTENSION "uuid-ossp";
@@ -85,6 +86,11 @@ INSERT INTO production.products SELECT 'SKU' || i, 'Product ' || i, text2ltree('
   FROM generate_series(0, 96) i;
 INSERT INTO production.readings SELECT s, '2025-06-01'::date + d, s * d FROM generate_series(1, 10) s, generate_series(0, 400) d;
 REFRESH MATERIALIZED VIEW reporting.totals;
+SELECT lo_from_bytea(1001, convert_to(repeat('contract ', 100), 'UTF8'));
+SELECT lo_from_bytea(1002, decode(repeat('00ff', 700000), 'hex'));
+SELECT lo_from_bytea(1003, 'removed after bootstrap');
+ALTER LARGE OBJECT 1001 OWNER TO ` + role + `;
+GRANT SELECT ON LARGE OBJECT 1002 TO ` + role + `;
 `
 }
 
@@ -182,6 +188,9 @@ func TestERPIntoEmptyTarget(t *testing.T) {
 	if strings.Contains(r.stderr, "level=WARN") {
 		t.Errorf("bootstrap warned:\n%s", r.stderr)
 	}
+	if !strings.Contains(r.stdout, "copied 3 large objects") {
+		t.Errorf("bootstrap did not copy the 3 large objects:\n%s", r.stdout)
+	}
 	bg := e.start("run")
 	eventually(t, 60*time.Second, "writes while run applies", func() bool { return wrote.Load() > 40 })
 	close(stop)
@@ -201,11 +210,31 @@ func TestERPIntoEmptyTarget(t *testing.T) {
 		ready := queryOne[bool](t, native, "SELECT count(*) FILTER (WHERE srsubstate = 'r') = count(*) AND count(*) > 0 FROM pg_subscription_rel")
 		return ready && !lsnLess(pgsyncAt, head) && !lsnLess(nativeAt, head)
 	})
+	e.mustVerify()
+	if got := queryOne[string](t, e.tgt, "SELECT pg_get_userbyid(lomowner)::text FROM pg_largeobject_metadata WHERE oid = 1001"); got != role {
+		t.Errorf("large object 1001 is owned by %s on the target, want %s", got, role)
+	}
+	if !queryOne[bool](t, e.tgt, "SELECT lomacl::text LIKE '%"+role+"=r/%' FROM pg_largeobject_metadata WHERE oid = 1002") {
+		t.Error("the grant on large object 1002 did not reach the target")
+	}
+	// Large objects changed after bootstrap: verify names each, cutover
+	// copies and removes them before it reports ready.
+	e.srcExec(`SELECT lo_from_bytea(1004, 'created after bootstrap'); SELECT lo_put(1002, 1048570, 'across the chunk boundary'); SELECT lo_unlink(1003)`)
+	v := e.pgsync("verify")
+	for _, want := range []string{"large object 1002: content differs", "large object 1003: only on the target", "large object 1004: only on the source"} {
+		if v.code != 1 || !strings.Contains(v.stdout, want) {
+			t.Errorf("verify after large objects changed: exit %d, want 1 and %q\n%s\n%s", v.code, want, v.stdout, v.stderr)
+		}
+	}
+	cut := e.mustPgsync("cutover", "--timeout", "60s")
+	if !strings.Contains(cut.stdout, "2 created or changed since bootstrap copied, 1 removed") {
+		t.Errorf("cutover's large objects:\n%s", cut.stdout)
+	}
+	e.mustVerify()
 	sigtermWithin(t, bg, 10*time.Second)
 	if log := bg.stderr.String(); strings.Contains(log, "level=ERROR") {
 		t.Errorf("run reported errors:\n%s", log)
 	}
-	e.mustVerify()
 	for _, table := range erpTables {
 		src, got, nat := tableDigest(t, e.srcURL, table), tableDigest(t, e.tgtURL, table), tableDigest(t, nativeURL, table)
 		if got != src {

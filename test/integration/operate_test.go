@@ -222,6 +222,20 @@ func TestCutoverUnderWrites(t *testing.T) {
 	e := newEnv(t, `CREATE TABLE orders (id bigserial PRIMARY KEY, v int NOT NULL);
 INSERT INTO orders (v) SELECT g FROM generate_series(1, 100) g;`, "")
 	role := "app_" + e.db
+	// The application's role exists on the target too, where it writes
+	// after the cutover (and pg_dump's schema names it, in its grants).
+	tgtAdmin := mustConnect(t, adminURL(targetPort))
+	if _, err := tgtAdmin.Exec(context.Background(), "DROP ROLE IF EXISTS "+role+"; CREATE ROLE "+role+" LOGIN"); err != nil {
+		t.Fatal(err)
+	}
+	tgtAdmin.Close(context.Background())
+	t.Cleanup(func() {
+		_, _ = e.tgt.Exec(context.Background(), "DROP OWNED BY "+role)
+		if a, err := mustConnectErr(adminURL(targetPort)); err == nil {
+			_, _ = a.Exec(context.Background(), "DROP ROLE IF EXISTS "+role)
+			a.Close(context.Background())
+		}
+	})
 	e.srcExec("DROP ROLE IF EXISTS " + role + "; CREATE ROLE " + role + " LOGIN; GRANT INSERT, SELECT ON orders TO " + role + "; GRANT USAGE ON SEQUENCE orders_id_seq TO " + role)
 	t.Cleanup(func() {
 		admin := mustConnect(t, adminURL(sourcePort))
@@ -388,8 +402,11 @@ func TestMetricsEndpoint(t *testing.T) {
 // CREATE on the database and on the schema and the right to set
 // session_replication_role. Nothing runs as a superuser.
 func TestLeastPrivileges(t *testing.T) {
+	// The target's user is no member of the source's owner role, so
+	// pg_dump's schema (whose owners it could not give objects to) is
+	// refused: the built-in creator makes the tables as that user.
 	e := newEnv(t, `CREATE TABLE acct (id bigserial PRIMARY KEY, owner text NOT NULL, balance int NOT NULL);
-INSERT INTO acct (owner, balance) SELECT 'o' || g, g FROM generate_series(1, 500) g;`, "")
+INSERT INTO acct (owner, balance) SELECT 'o' || g, g FROM generate_series(1, 500) g;`, builtinCreator)
 	srcRole, tgtRole := "mover_src_"+e.db, "mover_tgt_"+e.db
 	e.srcExec("DROP ROLE IF EXISTS " + srcRole + "; CREATE ROLE " + srcRole + " LOGIN REPLICATION; ALTER TABLE acct OWNER TO " + srcRole + "; GRANT CREATE ON DATABASE " + e.db + " TO " + srcRole)
 	e.tgtExec(fmt.Sprintf(`DROP ROLE IF EXISTS %[1]s; CREATE ROLE %[1]s LOGIN;

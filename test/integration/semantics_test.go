@@ -131,7 +131,9 @@ CREATE TABLE ledger (id bigserial PRIMARY KEY, acct int, delta bigint);`, "")
 // session_replication_role is stopped before anything is created, with the
 // grant that fixes it; after the grant, bootstrap and run work.
 func TestTargetRoleMustSetReplicaRole(t *testing.T) {
-	e := newEnv(t, "CREATE TABLE rr (id int PRIMARY KEY); INSERT INTO rr SELECT generate_series(1, 10);", "")
+	// The target's user may not own objects as the source's owner: the
+	// built-in creator (pg_dump's schema would be refused for that).
+	e := newEnv(t, "CREATE TABLE rr (id int PRIMARY KEY); INSERT INTO rr SELECT generate_series(1, 10);", builtinCreator)
 	user := "nosuper_" + e.db
 	admin := mustConnect(t, adminURL(targetPort))
 	defer admin.Close(context.Background())

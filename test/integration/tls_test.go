@@ -28,7 +28,9 @@ import (
 // password appears in no output, log line or status --json. A wrong CA is
 // refused in one line.
 func TestScramPasswordsAndTLS(t *testing.T) {
-	e := newEnv(t, "CREATE TABLE s (id int PRIMARY KEY, v text); INSERT INTO s SELECT g, 'v' FROM generate_series(1, 100) g;", "")
+	// The source's role exists on the source only: the built-in creator
+	// (pg_dump's schema would name it, and be refused).
+	e := newEnv(t, "CREATE TABLE s (id int PRIMARY KEY, v text); INSERT INTO s SELECT g, 'v' FROM generate_series(1, 100) g;", builtinCreator)
 	role := "scram_" + e.db
 	password := "Pw-" + e.db + "-s3cr3t"
 	dir := t.TempDir()
