@@ -112,7 +112,7 @@ type Hash struct {
 func HashOf(ctx context.Context, q Querier, oid uint32) (Hash, error) {
 	var h Hash
 	var chunks string
-	err := q.QueryRow(ctx, `SELECT s.size, coalesce(string_agg(md5(pg_catalog.lo_get($1, o, $2)), '' ORDER BY o), '')
+	err := q.QueryRow(ctx, `SELECT s.size, coalesce(string_agg(md5(pg_catalog.lo_get($1, o, $2::int)), '' ORDER BY o), '')
 FROM (SELECT pg_catalog.lo_lseek64(pg_catalog.lo_open($1, 262144), 0, 2) AS size) s
 LEFT JOIN LATERAL generate_series(0, s.size - 1, $2) o ON true
 GROUP BY s.size`, oid, int64(ChunkBytes)).Scan(&h.Bytes, &chunks)
@@ -171,7 +171,7 @@ func Copy(ctx context.Context, src Querier, dst *pgx.Conn, o Object, job string)
 		buf := make([]byte, 0, ChunkBytes)
 		for offset := int64(0); ; offset += ChunkBytes {
 			buf = buf[:0]
-			if err := src.QueryRow(ctx, `SELECT pg_catalog.lo_get($1, $2, $3)`, o.OID, offset, ChunkBytes).Scan(&buf); err != nil {
+			if err := src.QueryRow(ctx, `SELECT pg_catalog.lo_get($1, $2, $3::int)`, o.OID, offset, ChunkBytes).Scan(&buf); err != nil {
 				return fmt.Errorf("read at %d: %w", offset, err)
 			}
 			if len(buf) > 0 {

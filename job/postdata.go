@@ -1,0 +1,331 @@
+package job
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/pgsync/pgsync/pgconnect"
+)
+
+// The post-data section of pg_dump's archive (pgdump.go) is built after
+// the copy from the archive recorded on the target, one entry at a time,
+// each marked built as it is, so that a rerun builds the rest.
+
+// schemaBuilder builds a job's recorded post-data objects from its
+// recorded archive, one pg_restore per object, so that each is marked
+// built as it is.
+type schemaBuilder struct {
+	j       *Job
+	restore string // pg_restore
+	archive string // the archive's file
+	cleanup func()
+	// restrictKey is the key of pg_restore's \restrict line, "" for a
+	// pg_restore that writes none.
+	restrictKey string
+	// conn is the builder's own target session: the copy's goroutines use
+	// the job's while keys are built.
+	conn *pgx.Conn
+}
+
+// openSchemaBuilder writes the job's recorded archive to a file; nil when
+// the job has no post-data objects left to build.
+func (j *Job) openSchemaBuilder(ctx context.Context) (*schemaBuilder, error) {
+	var pending bool
+	if err := j.tgt.QueryRow(ctx, `SELECT to_regclass('pgsync.schema_objects') IS NOT NULL`).Scan(&pending); err != nil || !pending {
+		return nil, err
+	}
+	var archive []byte
+	err := j.tgt.QueryRow(ctx, `SELECT a.archive FROM pgsync.schema_archive a
+WHERE a.job = $1 AND EXISTS (SELECT 1 FROM pgsync.schema_objects o WHERE o.job = $1 AND NOT o.done)`, j.opts.Job).Scan(&archive)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read pgsync.schema_archive: %w", err)
+	}
+	file, cleanup, err := writeArchive(archive)
+	if err != nil {
+		return nil, err
+	}
+	restore, key, err := pgRestoreProgram(ctx, j.opts.PgDump)
+	if err != nil {
+		cleanup()
+		return nil, err
+	}
+	conn, err := pgconnect.Connect(ctx, "target", j.opts.TargetURL)
+	if err != nil {
+		cleanup()
+		return nil, err
+	}
+	return &schemaBuilder{j: j, restore: restore, restrictKey: key, archive: file, cleanup: func() {
+		conn.Close(context.WithoutCancel(ctx))
+		cleanup()
+	}, conn: conn}, nil
+}
+
+// pgRestoreProgram finds the pg_restore of the pg_dump of job.pg_dump: the
+// program itself where Debian's wrapper (which adds 50 ms to each run)
+// stands in front of it, else the one beside it or on the PATH. key is a
+// fresh key for its \restrict lines, "" when it writes none.
+func pgRestoreProgram(ctx context.Context, pgDump string) (program, key string, err error) {
+	if path, err := exec.LookPath(pgDump); err == nil {
+		if v, err := pgDumpVersion(ctx, path); err == nil {
+			if p := fmt.Sprintf("/usr/lib/postgresql/%d/bin/pg_restore", v); fileExists(p) {
+				program = p
+			}
+		}
+		if p := filepath.Join(filepath.Dir(path), "pg_restore"); program == "" && fileExists(p) {
+			program = p
+		}
+	}
+	if program == "" {
+		if program, err = exec.LookPath("pg_restore"); err != nil {
+			return "", "", fmt.Errorf("no pg_restore beside %s or on the PATH (it restores pg_dump's archive): %w", pgDump, err)
+		}
+	}
+	help, err := exec.CommandContext(ctx, program, "--help").Output()
+	if err != nil {
+		return "", "", fmt.Errorf("%s --help: %w", program, err)
+	}
+	if bytes.Contains(help, []byte("--restrict-key")) {
+		var b [16]byte
+		if _, err := rand.Read(b[:]); err != nil {
+			return "", "", err
+		}
+		key = hex.EncodeToString(b[:])
+	}
+	return program, key, nil
+}
+
+func fileExists(p string) bool {
+	st, err := os.Stat(p)
+	return err == nil && !st.IsDir()
+}
+
+// pendingObject is a recorded post-data object not built yet.
+type pendingObject struct {
+	seq, phase int
+	entry      tocEntry
+	table      string
+	name       string
+	primaryKey bool
+}
+
+func (o pendingObject) String() string { return o.entry.String() }
+
+// pending reads the objects not built yet; table, when set, keeps the
+// first phase's objects of that table only.
+func (b *schemaBuilder) pending(ctx context.Context, table string) ([]pendingObject, error) {
+	rows, err := b.conn.Query(ctx, `SELECT seq, phase, entry, tbl, name, primary_key FROM pgsync.schema_objects
+WHERE job = $1 AND NOT done AND ($2 = '' OR (phase = 0 AND tbl = $2)) ORDER BY phase, seq`, b.j.opts.Job, table)
+	if err != nil {
+		return nil, fmt.Errorf("read pgsync.schema_objects: %w", err)
+	}
+	var out []pendingObject
+	for rows.Next() {
+		var o pendingObject
+		var line string
+		if err := rows.Scan(&o.seq, &o.phase, &line, &o.table, &o.name, &o.primaryKey); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		if o.entry, err = parseTOCLine(line); err != nil {
+			rows.Close()
+			return nil, fmt.Errorf("pgsync.schema_objects row %d: %w", o.seq, err)
+		}
+		out = append(out, o)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("read pgsync.schema_objects: %w", err)
+	}
+	return out, nil
+}
+
+// build creates one object on conn and marks it built there. An object
+// that an interrupted earlier build made already (creating it fails, and
+// the target has it) counts as built.
+func (b *schemaBuilder) build(ctx context.Context, conn *pgx.Conn, o pendingObject) error {
+	sql, err := b.entrySQL(ctx, o.entry)
+	if err != nil {
+		return err
+	}
+	if _, err = conn.Exec(ctx, sql); err != nil && ctx.Err() == nil {
+		if there, xerr := objectExists(ctx, conn, o); xerr == nil && there {
+			err = nil
+		}
+	}
+	// The entry's SETs (search_path among them) end with it.
+	if _, rerr := conn.Exec(ctx, "RESET ALL"); rerr != nil && err == nil {
+		err = rerr
+	}
+	if err != nil {
+		return err
+	}
+	if _, err := conn.Exec(ctx, `UPDATE pgsync.schema_objects SET done = true WHERE job = $1 AND seq = $2`, b.j.opts.Job, o.seq); err != nil {
+		return fmt.Errorf("record %s as built: %w", o, err)
+	}
+	return nil
+}
+
+// entrySQL is pg_restore's script of one entry of the archive. Its psql
+// meta-commands (\restrict and \unrestrict, which pg_restore writes since
+// PostgreSQL 17.6, 16.10 and 15.14) carry a key pgsync chooses, and are
+// the lines equal to them; nothing else of the script is read.
+func (b *schemaBuilder) entrySQL(ctx context.Context, e tocEntry) (string, error) {
+	listFile, err := os.CreateTemp(filepath.Dir(b.archive), "list-*")
+	if err != nil {
+		return "", err
+	}
+	defer os.Remove(listFile.Name())
+	if _, err := listFile.WriteString(e.listLine() + "\n"); err != nil {
+		listFile.Close()
+		return "", err
+	}
+	if err := listFile.Close(); err != nil {
+		return "", err
+	}
+	args := []string{"--no-tablespaces", "--use-list=" + listFile.Name(), "--file=-"}
+	if b.restrictKey != "" {
+		args = append(args, "--restrict-key="+b.restrictKey)
+	}
+	cmd := exec.CommandContext(ctx, b.restore, append(args, b.archive)...)
+	var out, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &stderr
+	if err := cmd.Run(); err != nil {
+		return "", fmt.Errorf("pg_restore of %s: %w: %s", e, err, oneLine(stderr.String()))
+	}
+	script := out.String()
+	if b.restrictKey != "" {
+		var kept []string
+		for _, line := range strings.Split(script, "\n") {
+			if line == `\restrict `+b.restrictKey || line == `\unrestrict `+b.restrictKey {
+				continue
+			}
+			kept = append(kept, line)
+		}
+		script = strings.Join(kept, "\n")
+	}
+	return script, nil
+}
+
+// objectExists says whether the target has the object already, for the
+// kinds that have a name on a table.
+func objectExists(ctx context.Context, conn *pgx.Conn, o pendingObject) (bool, error) {
+	if o.table == "" {
+		return false, nil
+	}
+	schema, rel, _ := strings.Cut(o.table, ".")
+	var there bool
+	err := conn.QueryRow(ctx, `WITH t AS (SELECT c.oid FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = $1 AND c.relname = $2)
+SELECT CASE $3::oid
+  WHEN 'pg_class'::regclass THEN EXISTS (SELECT 1 FROM pg_index i JOIN pg_class ic ON ic.oid = i.indexrelid WHERE i.indrelid IN (SELECT oid FROM t) AND ic.relname = $4)
+  WHEN 'pg_constraint'::regclass THEN EXISTS (SELECT 1 FROM pg_constraint WHERE conrelid IN (SELECT oid FROM t) AND conname = $4)
+  WHEN 'pg_trigger'::regclass THEN EXISTS (SELECT 1 FROM pg_trigger WHERE tgrelid IN (SELECT oid FROM t) AND tgname = $4)
+  WHEN 'pg_rewrite'::regclass THEN EXISTS (SELECT 1 FROM pg_rewrite WHERE ev_class IN (SELECT oid FROM t) AND rulename = $4)
+  WHEN 'pg_policy'::regclass THEN EXISTS (SELECT 1 FROM pg_policy WHERE polrelid IN (SELECT oid FROM t) AND polname = $4)
+  ELSE false END`, schema, rel, o.entry.CatalogOID, o.name).Scan(&there)
+	return there, err
+}
+
+// close removes the archive's file.
+func (b *schemaBuilder) close() { b.cleanup() }
+
+// counts returns how many of the job's recorded objects are built, and
+// those that are not: the same on every run of the same schema.
+func (j *Job) schemaCounts(ctx context.Context) (built int, failed []string, err error) {
+	var lines []string
+	err = j.tgt.QueryRow(ctx, `SELECT count(*) FILTER (WHERE done), coalesce(array_agg(entry ORDER BY seq) FILTER (WHERE NOT done), '{}')
+FROM pgsync.schema_objects WHERE job = $1`, j.opts.Job).Scan(&built, &lines)
+	if err != nil {
+		return 0, nil, fmt.Errorf("count pgsync.schema_objects: %w", err)
+	}
+	for _, l := range lines {
+		if e, perr := parseTOCLine(l); perr == nil {
+			failed = append(failed, e.String())
+		}
+	}
+	return built, failed, nil
+}
+
+// buildPostData builds the recorded post-data objects not built yet, phase
+// by phase, max_parallel_copies at a time, each logged with its duration.
+// A primary key that fails stops bootstrap (run finds rows by key); any
+// other failure is a warning, and the object is reported as not built.
+func (b *schemaBuilder) buildPostData(ctx context.Context) error {
+	objs, err := b.pending(ctx, "")
+	if err != nil {
+		return err
+	}
+	phases := map[int][]pendingObject{}
+	for _, o := range objs {
+		phases[o.phase] = append(phases[o.phase], o)
+	}
+	workers := max(b.j.opts.MaxParallelCopies, 1)
+	for phase := 0; phase < postDataPhases; phase++ {
+		work := make(chan pendingObject, len(phases[phase]))
+		for _, o := range phases[phase] {
+			work <- o
+		}
+		close(work)
+		g, gctx := errgroup.WithContext(ctx)
+		for w := 0; w < min(workers, len(phases[phase])); w++ {
+			g.Go(func() error {
+				conn, err := pgconnect.Connect(gctx, "target", b.j.opts.TargetURL)
+				if err != nil {
+					return err
+				}
+				defer conn.Close(context.WithoutCancel(gctx))
+				for o := range work {
+					began := time.Now()
+					if err := b.build(gctx, conn, o); err != nil {
+						if o.primaryKey || gctx.Err() != nil {
+							return fmt.Errorf("%s: %w", o, err)
+						}
+						b.j.log.Warn("not created", "object", o.String(), "err", err)
+						continue
+					}
+					b.j.log.Info("created", "object", o.String(), "seconds", fmt.Sprintf("%.2f", time.Since(began).Seconds()))
+				}
+				return nil
+			})
+		}
+		if err := g.Wait(); err != nil {
+			return fmt.Errorf("create pg_dump's post-data objects (rerun pgsync bootstrap to resume): %w", err)
+		}
+	}
+	return nil
+}
+
+// buildTable builds the first-phase objects (keys, indexes) of table,
+// whose copy committed, one at a time while other tables copy. A failure
+// is left for the build after the copy, which reports it.
+func (b *schemaBuilder) buildTable(ctx context.Context, table string, stopped *atomic.Bool) {
+	objs, err := b.pending(ctx, table)
+	if err != nil {
+		return
+	}
+	for _, o := range objs {
+		if stopped.Load() || ctx.Err() != nil {
+			return
+		}
+		began := time.Now()
+		if err := b.build(ctx, b.conn, o); err != nil {
+			continue
+		}
+		b.j.log.Info("created", "object", o.String(), "seconds", fmt.Sprintf("%.2f", time.Since(began).Seconds()), "while_copying", true)
+	}
+}
