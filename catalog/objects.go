@@ -148,3 +148,41 @@ func queryBool(ctx context.Context, q Querier, sql string, args ...any) (bool, e
 	}
 	return v, rows.Err()
 }
+
+// LeftOut returns, by kind, what the built-in creator does not make of the
+// source around tables: the views and materialized views that read them,
+// the functions of their schemas, and the schemas that hold such views but
+// none of the tables (objects of extensions are the extension's).
+func LeftOut(ctx context.Context, q Querier, tables []*Table) (map[string][]string, error) {
+	rows, err := q.Query(ctx, `WITH t AS (SELECT to_regclass(x) AS oid FROM unnest($1::text[]) x),
+ts AS (SELECT DISTINCT c.relnamespace AS ns FROM pg_class c WHERE c.oid IN (SELECT oid FROM t)),
+views AS (
+  SELECT DISTINCT v.oid, v.relkind, v.relnamespace FROM pg_depend d
+  JOIN pg_rewrite r ON r.oid = d.objid AND d.classid = 'pg_rewrite'::regclass
+  JOIN pg_class v ON v.oid = r.ev_class AND v.relkind IN ('v', 'm')
+  WHERE d.refclassid = 'pg_class'::regclass AND d.refobjid IN (SELECT oid FROM t))
+SELECT CASE relkind WHEN 'v' THEN 'view' ELSE 'materialized view' END, format('%I.%I', n.nspname, c.relname)
+FROM views JOIN pg_class c ON c.oid = views.oid JOIN pg_namespace n ON n.oid = c.relnamespace
+UNION ALL
+SELECT 'function', p.oid::regprocedure::text FROM pg_proc p
+WHERE p.pronamespace IN (SELECT ns FROM ts)
+  AND NOT EXISTS (SELECT 1 FROM pg_depend d WHERE d.classid = 'pg_proc'::regclass AND d.objid = p.oid AND d.deptype = 'e')
+UNION ALL
+SELECT DISTINCT 'schema', quote_ident(n.nspname) FROM views JOIN pg_namespace n ON n.oid = views.relnamespace
+WHERE views.relnamespace NOT IN (SELECT ns FROM ts)
+ORDER BY 1, 2`, RefIdents(tables))
+	if err != nil {
+		return nil, fmt.Errorf("read what the built-in creator leaves out: %w", err)
+	}
+	out := map[string][]string{}
+	for rows.Next() {
+		var kind, name string
+		if err := rows.Scan(&kind, &name); err != nil {
+			rows.Close()
+			return nil, fmt.Errorf("read what the built-in creator leaves out: %w", err)
+		}
+		out[kind] = append(out[kind], name)
+	}
+	rows.Close()
+	return out, rows.Err()
+}

@@ -35,13 +35,13 @@ line.
 
 --lock-source ROLE runs, on the source, ALTER ROLE ROLE SET
 default_transaction_read_only = on and ends that role's sessions on the
-source database, waiting until each has exited (pg_terminate_backend with
-a timeout: source PostgreSQL 14 or later), so that its reconnections can
-read but not write. Several roles are locked together or not at all. Undo
-it with pgsync cutover --unlock-source ROLE (ALTER ROLE ROLE RESET
-default_transaction_read_only). Whatever the outcome, cutover prints its
-report, and an error after the lock names the locked roles and the undo. Without --lock-source, writes that arrive
-on the source after the wait are not on the target: stop them first.
+source database, all at once, waiting until each has exited (up to 5 s),
+so that its reconnections can read but not write. Several roles are locked
+together or not at all. Undo it with pgsync cutover --unlock-source ROLE
+(ALTER ROLE ROLE RESET default_transaction_read_only). Whatever the
+outcome, cutover prints its report, and an error after the lock names the
+locked roles and the undo. Without --lock-source, writes that arrive on
+the source after the wait are not on the target: stop them first.
 
 Exit status: 0 the target has everything and the comparison says
 identical (the report says so), 1 the lag is over --max-lag, the wait

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/jackc/pgx/v5"
@@ -200,6 +201,12 @@ func (j *Job) secondaryObjects(ctx context.Context, src, tgt *pgx.Conn, tables [
 		inJob[t.String()] = true
 	}
 	var objs []catalog.Object
+	// What the built-in creator leaves out is said once per kind, with
+	// its count and names, not once per object.
+	leftOut, err := catalog.LeftOut(ctx, src, created)
+	if err != nil {
+		return nil, err
+	}
 	for _, t := range created {
 		o, left, err := catalog.SecondaryObjects(ctx, src, t)
 		if err != nil {
@@ -220,12 +227,20 @@ func (j *Job) secondaryObjects(ctx context.Context, src, tgt *pgx.Conn, tables [
 			objs = append(objs, obj)
 		}
 		for _, u := range left {
-			msg := "not created: pgsync creates no " + u.Kind + "s"
 			if u.Kind == "extension" {
-				msg = "a column's type comes from an extension, which pgsync does not create: CREATE EXTENSION on the target first"
+				j.log.Warn("a column's type comes from an extension, which pgsync does not create: CREATE EXTENSION on the target first", "table", t.String(), u.Kind, u.Name)
+				continue
 			}
-			j.log.Warn(msg, "table", t.String(), u.Kind, u.Name)
+			leftOut[u.Kind] = append(leftOut[u.Kind], u.Name+" on "+t.String())
 		}
+	}
+	kinds := make([]string, 0, len(leftOut))
+	for k := range leftOut {
+		kinds = append(kinds, k)
+	}
+	slices.Sort(kinds)
+	for _, k := range kinds {
+		j.log.Warn("not created by the built-in creator (pg_dump's schema into an empty target creates them)", "kind", k, "count", len(leftOut[k]), "objects", strings.Join(leftOut[k], ", "))
 	}
 	return objs, nil
 }

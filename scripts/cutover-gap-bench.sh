@@ -2,7 +2,7 @@
 # The application's write gap at cutover (issue 24), at two database
 # sizes under the same pgbench load: for each SCALES entry (default "6 60":
 # about 100 MB and 1 GB, pgbench_accounts plus a table of TOASTed
-# documents of a tenth of its size), the source is initialised, bootstrapped
+# documents: 165 MB at scale 60, as in issue 24), the source is initialised, bootstrapped
 # and streamed by pgsync run while pgbench writes RATE (300) transactions a
 # second as role bench_app; after LOAD_S (20) seconds, `cutover
 # --lock-source bench_app --json` locks the role, waits, reports the target
@@ -28,7 +28,7 @@ for scale in $SCALES; do
     psql_src postgres -c "ALTER ROLE bench_app RESET ALL" >/dev/null
   echo "cutover-gap-bench: scale $scale: pgbench -i"
   "$bindir/pgbench" -i -q -s "$scale" --foreign-keys -h 127.0.0.1 -p "$SRC_PORT" -U postgres "$db" >"$RESULTS/cutover-gap-$scale-init.log" 2>&1
-  docs=$((scale * 10000))
+  docs=$((scale * 1000))
   psql_src "$db" <<SQL
 ALTER TABLE pgbench_history REPLICA IDENTITY FULL;
 CREATE TABLE documents (id bigint PRIMARY KEY, body text NOT NULL);
@@ -44,7 +44,7 @@ SQL
   bootstrap_s=$(elapsed "$t0" "$(now)")
   "$PGSYNC" -c "$cfg" run >"$RESULTS/cutover-gap-$scale-run.log" 2>&1 &
   run_pid=$!
-  rm -f "$RESULTS"/cutover-gap-$scale-pgbench.log*
+  rm -f "$RESULTS"/cutover-gap-$scale-pgbench.[0-9]*
   # The application: pgbench as bench_app at a fixed rate, one log line a
   # transaction (its end: epoch seconds and microseconds, fields 5 and 6).
   (cd "$RESULTS" && "$bindir/pgbench" -n -c 4 -j 2 -R "$RATE" -T $((LOAD_S + 120)) -l --log-prefix="cutover-gap-$scale-pgbench" \
@@ -56,8 +56,8 @@ SQL
   wait_exit "$bench_pid" 60 || true # its clients end when their sessions are ended
   kill "$run_pid" 2>/dev/null || true
   wait "$run_pid" 2>/dev/null || true
-  last_commit=$(cat "$RESULTS"/cutover-gap-$scale-pgbench.log* | awk '{ t = $5 + $6 / 1e6; if (t > m) m = t } END { printf "%.6f", m }')
-  commits=$(cat "$RESULTS"/cutover-gap-$scale-pgbench.log* | wc -l)
+  last_commit=$(cat "$RESULTS"/cutover-gap-$scale-pgbench.[0-9]* | awk '{ t = $5 + $6 / 1e6; if (t > m) m = t } END { printf "%.6f", m }')
+  commits=$(cat "$RESULTS"/cutover-gap-$scale-pgbench.[0-9]* | wc -l)
   ready=$(grep -o '"ready_at": "[^"]*"' "$RESULTS/cutover-gap-$scale.json" | cut -d'"' -f4)
   ready_epoch=$(date -d "$ready" +%s.%N)
   gap=$(elapsed "$last_commit" "$ready_epoch")

@@ -218,8 +218,10 @@ BEGIN INSERT INTO public.replica_log VALUES (NEW.id, NEW.status); RETURN NEW; EN
 
 // TestBootstrapCreatesIndexesAndConstraints bootstraps into an empty target
 // and compares, by name and definition, the indexes and the UNIQUE, CHECK
-// and FOREIGN KEY constraints of the job's tables on both sides; triggers
-// are not created and each is named in a warning.
+// and FOREIGN KEY constraints of the job's tables on both sides; what the
+// built-in creator leaves out (a trigger, its function, a view reading a
+// table and the schema that holds only that view) is counted and named in
+// one warning per kind.
 func TestBootstrapCreatesIndexesAndConstraints(t *testing.T) {
 	e := newEnv(t, `CREATE TABLE customers (id bigint PRIMARY KEY, email text NOT NULL UNIQUE, name text, score int CHECK (score BETWEEN 0 AND 100));
 CREATE TABLE orders (id int PRIMARY KEY, customer_id bigint NOT NULL REFERENCES customers ON DELETE CASCADE, status text NOT NULL,
@@ -230,12 +232,19 @@ CREATE INDEX customers_lower_email ON customers (lower(email));
 CREATE TABLE order_items (order_id int REFERENCES orders ON DELETE CASCADE DEFERRABLE INITIALLY DEFERRED, line int, qty int, PRIMARY KEY (order_id, line));
 CREATE FUNCTION noop() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RETURN NEW; END $$;
 CREATE TRIGGER orders_noop BEFORE UPDATE ON orders FOR EACH ROW EXECUTE FUNCTION noop();
+CREATE SCHEMA reports; CREATE VIEW reports.big_orders AS SELECT * FROM public.orders WHERE total > 100;
 INSERT INTO customers SELECT g, 'c' || g || '@x', 'n', g % 100 FROM generate_series(1, 1000) g;
 INSERT INTO orders SELECT g, 1 + g % 1000, CASE WHEN g % 3 = 0 THEN 'shipped' ELSE 'new' END, g FROM generate_series(1, 5000) g;
 INSERT INTO order_items SELECT o, l, l FROM generate_series(1, 5000) o, generate_series(1, 2) l;`, builtinCreator)
 	r := e.mustPgsync("bootstrap")
-	if !strings.Contains(r.stderr, "orders_noop") || !strings.Contains(r.stderr, "trigger") {
-		t.Errorf("no warning names the trigger left out:\n%s", r.stderr)
+	for _, want := range []string{`kind=trigger count=1 objects="orders_noop on public.orders"`, `kind=function count=1 objects=noop()`,
+		`kind=view count=1 objects=reports.big_orders`, `kind=schema count=1 objects=reports`} {
+		if !strings.Contains(r.stderr, want) {
+			t.Errorf("no warning says %s:\n%s", want, r.stderr)
+		}
+	}
+	if n := strings.Count(r.stderr, "not created by the built-in creator"); n != 4 {
+		t.Errorf("%d warnings of what the built-in creator left out, want one per kind (4):\n%s", n, r.stderr)
 	}
 	if !strings.Contains(r.stdout, "created 3 tables") {
 		t.Errorf("bootstrap output does not list what it created: %s", r.stdout)
