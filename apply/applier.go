@@ -116,7 +116,8 @@ type Applier struct {
 	groupBytes int64
 	groupStart time.Time
 	groupEnd   pglogrepl.LSN
-	groupTime  time.Time // source commit time of the group's last transaction
+	groupFirst pglogrepl.LSN // commit LSN of the group's first source transaction
+	groupTime  time.Time     // source commit time of the group's last transaction
 	timeBuf    []byte
 	sourceLSN  pglogrepl.LSN // commit LSN of the source transaction being applied
 	skips      []*relation   // relations with rows a trigger skipped in the open group (skip.go)

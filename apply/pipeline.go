@@ -202,7 +202,7 @@ func (a *Applier) readBatch(ctx context.Context) error {
 			}
 		}
 		if err != nil {
-			return a.fail(ctx, describe(pd, a.opts.Job, err))
+			return a.fail(ctx, a.inGroup(pd.lsn, describe(pd, a.opts.Job, err)))
 		}
 	}
 	if res, err := p.GetResults(); err != nil {

@@ -36,6 +36,7 @@ func (a *Applier) Begin(ctx context.Context, b pgoutput.Begin) error {
 	a.pending = append(a.pending, pending{kind: pendingControl, lsn: b.FinalLSN})
 	a.inTarget = true
 	a.groupStart = time.Now()
+	a.groupFirst = b.FinalLSN
 	return nil
 }
 
@@ -107,6 +108,17 @@ func (a *Applier) commit(ctx context.Context) error {
 	}
 	a.groupBytes, a.groupRows = 0, 0
 	return nil
+}
+
+// inGroup wraps err, the failure of the source transaction committing at
+// at, as a replication.GroupFailedError when that transaction is not the
+// first of the open group: the group's earlier transactions can then be
+// committed without it. A streamed Applier's transaction is alone.
+func (a *Applier) inGroup(at pglogrepl.LSN, err error) error {
+	if a.streamed || !a.inTarget || at <= a.groupFirst {
+		return err
+	}
+	return &replication.GroupFailedError{At: at, Err: err}
 }
 
 // fail abandons the open target transaction and returns err. Nothing of the

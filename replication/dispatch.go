@@ -49,6 +49,9 @@ type dispatcher struct {
 	early     *earlyTxn
 	noEarly   bool
 	relations map[uint32][]byte
+	// commitAloneThrough: source transactions committing at or before it
+	// are committed alone (StreamOptions.CommitAloneThrough).
+	commitAloneThrough pglogrepl.LSN
 }
 
 // run is the dispatcher's loop. ctx bounds every round trip to the target.
@@ -176,7 +179,10 @@ func (d *dispatcher) commit(ctx context.Context, c pgoutput.Commit) error {
 		d.skipping = false
 		return nil
 	}
-	durable, err := d.app.Commit(ctx, c, len(d.queue) > 0)
+	// More transactions waiting may share the target transaction, except
+	// those a failed group left to commit alone.
+	more := len(d.queue) > 0 && c.CommitLSN > d.commitAloneThrough
+	durable, err := d.app.Commit(ctx, c, more)
 	if err != nil {
 		return err
 	}

@@ -31,6 +31,22 @@ type Target interface {
 // without backoff, and that session's ResumeLSN waits.
 var ErrPaused = errors.New("session paused by the target")
 
+// GroupFailedError is a target transaction that held several source
+// transactions (group commit) and failed on one that is not its first, At
+// (its commit LSN). Nothing of the group is committed. Run then starts a
+// session that commits every source transaction up to At alone, so that
+// those before At become durable and the failure repeats at At, alone,
+// where the job stops (issue 23).
+type GroupFailedError struct {
+	At  pglogrepl.LSN
+	Err error
+}
+
+func (e *GroupFailedError) Error() string { return e.Err.Error() }
+
+// Unwrap returns the failure.
+func (e *GroupFailedError) Unwrap() error { return e.Err }
+
 // RunOptions configures Run.
 type RunOptions struct {
 	StreamOptions
@@ -98,6 +114,13 @@ func Run(ctx context.Context, opts RunOptions, openTarget func(context.Context) 
 		// next session starts at once, and its ResumeLSN waits.
 		if errors.Is(err, ErrPaused) {
 			log.Info("pausing", "slot", opts.Slot, "reason", err.Error())
+			continue
+		}
+		var group *GroupFailedError
+		if errors.As(err, &group) && group.At > opts.CommitAloneThrough {
+			log.Warn("a transaction failed inside a group of transactions: committing the group's earlier transactions one by one, then stopping at it",
+				"failed_at", group.At.String(), "err", group.Err)
+			opts.CommitAloneThrough = group.At
 			continue
 		}
 		// A server that is unreachable at start is a configuration problem

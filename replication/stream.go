@@ -63,6 +63,11 @@ type StreamOptions struct {
 	// transaction that committed, that the source's commit log records as
 	// aborted (streamed.go says why); nil asks nothing. Run sets it.
 	AbortedXids func(ctx context.Context, xids []uint32) ([]uint32, error)
+	// CommitAloneThrough, when set, commits each source transaction that
+	// commits at or before it in a target transaction of its own (no group
+	// commit), so that a failure there stops at exactly that transaction
+	// (GroupFailedError).
+	CommitAloneThrough pglogrepl.LSN
 }
 
 // Stats counts applied work for progress lines and benchmarks.
@@ -200,7 +205,7 @@ func Stream(ctx context.Context, conn *pgconn.PgConn, start pglogrepl.LSN, app A
 	stop := make(chan struct{})
 	d := &dispatcher{app: app, pos: pos, stats: opts.Stats, resume: start,
 		queue: queue, sem: sem, maxInflight: opts.MaxInflightBytes, stop: stop,
-		spools: spools, abortedXids: opts.AbortedXids, log: opts.Logger}
+		spools: spools, abortedXids: opts.AbortedXids, log: opts.Logger, commitAloneThrough: opts.CommitAloneThrough}
 	pauseQueued := opts.ReadPauseQueued
 	switch {
 	case pauseQueued == 0:
