@@ -16,17 +16,19 @@ build:
 pg-install:
 	bash scripts/install-pg.sh
 
-# Unit and integration tests. The integration tests start and stop their own
+# Unit and integration tests (the integration build tag). The integration tests start and stop their own
 # clusters; the destroy below also cleans up after a test binary that was
 # killed (for example by -timeout).
 test: pg-install build
-	$(GO) vet ./...
-	@rc=0; PGSYNC_TEST_PG_DIR=$(TEST_PG_DIR) $(GO) test -count=1 -timeout 45m ./... || rc=$$?; \
+	$(GO) vet -tags integration ./...
+	@rc=0; PGSYNC_TEST_PG_DIR=$(TEST_PG_DIR) $(GO) test -tags integration -count=1 -timeout 45m ./... || rc=$$?; \
 	  PGSYNC_PG_DIR=$(TEST_PG_DIR) PGSYNC_SOURCE_PORT=56432 PGSYNC_TARGET_PORT=56433 bash scripts/local-pg.sh destroy >/dev/null 2>&1; \
 	  exit $$rc
 
+# Every package's tests but the integration tests (test/integration, behind
+# the integration build tag): no PostgreSQL needed.
 unit:
-	$(GO) test -count=1 ./config ./pgoutput ./apply ./catalog ./position
+	$(GO) test -count=1 ./...
 
 demo: pg-install build
 	bash scripts/demo.sh

@@ -226,6 +226,7 @@ func (a *Applier) Change(ctx context.Context, c *pgoutput.Change) error {
 		a.pipeline.SendPrepare(st.name, st.sql, nil)
 		a.pending = append(a.pending, pending{kind: pendingPrepare, op: c.Op, rel: rel, lsn: a.sourceLSN})
 	}
+	a.reserve(params, n)
 	a.pipeline.SendQueryPrepared(st.name, params, formats, nil)
 	clear(params) // the statement's bytes are the only copy left
 	a.pending = append(a.pending, pending{kind: pendingRows, op: c.Op, expect: 1, rel: rel, lsn: a.sourceLSN})

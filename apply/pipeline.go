@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/jackc/pglogrepl"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -114,6 +115,30 @@ func (writeBuffer) Decode([]byte) error { return errors.New("writeBuffer is not 
 
 // Frontend marks writeBuffer as a message to the server.
 func (writeBuffer) Frontend() {}
+
+// reserveBuffer is a message of no bytes that grows the buffer pgx's
+// Frontend encodes into, once, to hold that many more bytes: a statement
+// with a large value is then encoded without the buffer's doublings, each
+// of which held the old buffer beside the new one (issue 22).
+type reserveBuffer int64
+
+// Encode returns dst with room for the reserved bytes.
+func (n reserveBuffer) Encode(dst []byte) ([]byte, error) { return slices.Grow(dst, int(n)), nil }
+
+// Decode is never called: the message is only sent.
+func (reserveBuffer) Decode([]byte) error { return errors.New("reserveBuffer is not decoded") }
+
+// Frontend marks reserveBuffer as a message to the server.
+func (reserveBuffer) Frontend() {}
+
+// reserve makes room in pgx's write buffer for a statement of params
+// holding valueBytes when they are large (a Bind message takes 4 bytes a
+// parameter besides its value).
+func (a *Applier) reserve(params [][]byte, valueBytes int64) {
+	if valueBytes >= largeValue {
+		a.conn.PgConn().Frontend().Send(reserveBuffer(valueBytes + 4*int64(len(params)) + 256))
+	}
+}
 
 // send ends the current batch with a Sync and sends it, then reads the
 // results of the batches before it: one batch stays in flight.

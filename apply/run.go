@@ -192,6 +192,7 @@ func (a *Applier) flushRun(ctx context.Context) error {
 		if width > 0 {
 			params = r.params[start*width : (start+n)*width]
 		}
+		a.reserve(params, r.bytes*int64(n)/int64(rows))
 		a.pipeline.SendQueryPrepared(st.name, params, nil, nil)
 		// Each row of a run is one row changed (an UPDATE or DELETE finds
 		// its own row); fewer is a trigger's skip or a missing row

@@ -161,7 +161,7 @@ views AS (
   JOIN pg_rewrite r ON r.oid = d.objid AND d.classid = 'pg_rewrite'::regclass
   JOIN pg_class v ON v.oid = r.ev_class AND v.relkind IN ('v', 'm')
   WHERE d.refclassid = 'pg_class'::regclass AND d.refobjid IN (SELECT oid FROM t))
-SELECT CASE relkind WHEN 'v' THEN 'view' ELSE 'materialized view' END, format('%I.%I', n.nspname, c.relname)
+SELECT CASE views.relkind WHEN 'v' THEN 'view' ELSE 'materialized view' END, format('%I.%I', n.nspname, c.relname)
 FROM views JOIN pg_class c ON c.oid = views.oid JOIN pg_namespace n ON n.oid = c.relnamespace
 UNION ALL
 SELECT 'function', p.oid::regprocedure::text FROM pg_proc p
@@ -184,5 +184,8 @@ ORDER BY 1, 2`, RefIdents(tables))
 		out[kind] = append(out[kind], name)
 	}
 	rows.Close()
-	return out, rows.Err()
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("read what the built-in creator leaves out: %w", err)
+	}
+	return out, nil
 }

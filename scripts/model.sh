@@ -16,7 +16,7 @@ began=$(date -u +%FT%TZ)
 rc=0
 PGSYNC_MODEL_SEQUENCES=$seqs PGSYNC_MODEL_STEPS=$steps PGSYNC_MODEL_SEED=$seed \
   PGSYNC_TEST_PG_DIR=/tmp/pgsync-model-pg PGSYNC_TEST_SOURCE_PORT=56632 PGSYNC_TEST_TARGET_PORT=56633 \
-  timeout 60m go test -count=1 -timeout 55m -run '^TestLifecycleModel$' -v ./test/integration/ >"$out.log" 2>&1 || rc=$?
+  timeout 60m go test -tags integration -count=1 -timeout 55m -run '^TestLifecycleModel$' -v ./test/integration/ >"$out.log" 2>&1 || rc=$?
 {
   echo "# scripts/model.sh at $(git rev-parse --short HEAD) from $began to $(date -u +%FT%TZ)"
   echo "# $seqs sequences of $steps steps, seeds $seed-$((seed + seqs - 1)); exit $rc"

@@ -1,3 +1,5 @@
+//go:build integration
+
 package integration
 
 // typesDDL creates a table with every built-in type pgsync must carry

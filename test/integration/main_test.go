@@ -1,3 +1,5 @@
+//go:build integration
+
 // Package integration runs pgsync's commands against two real PostgreSQL
 // clusters started by scripts/local-pg.sh. Nothing here mocks PostgreSQL:
 // when the clusters cannot start, every test fails.
