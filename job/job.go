@@ -10,6 +10,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"slices"
 
 	"github.com/jackc/pgx/v5"
 
@@ -100,4 +101,18 @@ func (j *Job) Teardown(ctx context.Context) error {
 		return err
 	}
 	return largeobject.DeleteRecord(ctx, j.tgt, j.opts.Job)
+}
+
+// SelectTables keeps the tables named (schema.name); a name that is not a
+// table of tables is an error.
+func SelectTables(tables []catalog.Table, names []string) ([]catalog.Table, error) {
+	var out []catalog.Table
+	for _, n := range names {
+		i := slices.IndexFunc(tables, func(t catalog.Table) bool { return t.String() == n })
+		if i < 0 {
+			return nil, fmt.Errorf("--table %s: not a table of the job (schema.name)", n)
+		}
+		out = append(out, tables[i])
+	}
+	return out, nil
 }

@@ -48,7 +48,7 @@ timed=$!
 sleep 1
 psql_src bigrow -c "UPDATE big SET b = $bytea_sql, t = $text_sql WHERE id = 2"
 goal=$(val_src bigrow "SELECT pg_current_wal_lsn()")
-wait_for 300 "run to apply the update" lsn_ge_slot bigrow bigrow "$goal"
+wait_for 300 "run to apply the update" lsn_ge_slot pgsync_bigrow "$goal"
 pkill -TERM -P "$timed" pgsync 2>/dev/null || pkill -TERM -f "pgsync -c $cfg run" || true
 wait_exit "$timed" 60 || true
 run_mb=$(peak_mb "$RESULTS/bigrow-run-time.txt")

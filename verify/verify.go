@@ -112,23 +112,15 @@ func comparisonCasts(ctx context.Context, target *pgx.Conn, t *catalog.Table) (c
 // (comparisonCasts), under the target session's TimeZone (the text form
 // of a timestamptz, and a timestamp read as one, depend on it).
 func Compare(ctx context.Context, source, target *pgx.Conn, tables []catalog.Table) (results []Result, err error) {
-	var sourceZone, targetZone string
-	if err := source.QueryRow(ctx, "SELECT current_setting('TimeZone')").Scan(&sourceZone); err != nil {
-		return nil, fmt.Errorf("source: read TimeZone: %w", err)
+	restore, err := alignTimeZone(ctx, source, target)
+	if err != nil {
+		return nil, err
 	}
-	if err := target.QueryRow(ctx, "SELECT current_setting('TimeZone')").Scan(&targetZone); err != nil {
-		return nil, fmt.Errorf("target: read TimeZone: %w", err)
-	}
-	if sourceZone != targetZone {
-		if _, err := source.Exec(ctx, "SELECT set_config('TimeZone', $1, false)", targetZone); err != nil {
-			return nil, fmt.Errorf("source: set TimeZone: %w", err)
+	defer func() {
+		if rerr := restore(); rerr != nil && err == nil {
+			err = rerr
 		}
-		defer func() {
-			if _, rerr := source.Exec(context.WithoutCancel(ctx), "SELECT set_config('TimeZone', $1, false)", sourceZone); rerr != nil && err == nil {
-				err = fmt.Errorf("source: reset TimeZone: %w", rerr)
-			}
-		}()
-	}
+	}()
 	results = make([]Result, len(tables))
 	for i := range tables {
 		t := &tables[i]
@@ -139,26 +131,57 @@ func Compare(ctx context.Context, source, target *pgx.Conn, tables []catalog.Tab
 		if err != nil {
 			return results[:i], fmt.Errorf("target: %w", err)
 		}
-		g, gctx := errgroup.WithContext(ctx)
-		g.Go(func() (err error) {
-			results[i].Source, err = hashTable(gctx, source, t, casts, true)
+		if err := both(ctx, func(ctx context.Context) (err error) {
+			results[i].Source, err = hashTable(ctx, source, t, casts, true)
 			if err != nil {
 				err = fmt.Errorf("source: %w", err)
 			}
 			return err
-		})
-		g.Go(func() (err error) {
-			results[i].Target, err = hashTable(gctx, target, t, nil, !partitioned)
+		}, func(ctx context.Context) (err error) {
+			results[i].Target, err = hashTable(ctx, target, t, nil, !partitioned)
 			if err != nil {
 				err = fmt.Errorf("target: %w", err)
 			}
 			return err
-		})
-		if err := g.Wait(); err != nil {
+		}); err != nil {
 			return results[:i], err
 		}
 	}
 	return results, nil
+}
+
+// alignTimeZone gives the source session the target session's TimeZone,
+// under which the text form of a timestamptz (and of a timestamp read as
+// one) is compared; restore gives it back its own.
+func alignTimeZone(ctx context.Context, source, target *pgx.Conn) (restore func() error, err error) {
+	var sourceZone, targetZone string
+	if err := source.QueryRow(ctx, "SELECT current_setting('TimeZone')").Scan(&sourceZone); err != nil {
+		return nil, fmt.Errorf("source: read TimeZone: %w", err)
+	}
+	if err := target.QueryRow(ctx, "SELECT current_setting('TimeZone')").Scan(&targetZone); err != nil {
+		return nil, fmt.Errorf("target: read TimeZone: %w", err)
+	}
+	if sourceZone == targetZone {
+		return func() error { return nil }, nil
+	}
+	if _, err := source.Exec(ctx, "SELECT set_config('TimeZone', $1, false)", targetZone); err != nil {
+		return nil, fmt.Errorf("source: set TimeZone: %w", err)
+	}
+	return func() error {
+		if _, err := source.Exec(context.WithoutCancel(ctx), "SELECT set_config('TimeZone', $1, false)", sourceZone); err != nil {
+			return fmt.Errorf("source: reset TimeZone: %w", err)
+		}
+		return nil
+	}, nil
+}
+
+// both runs the source's and the target's side of a comparison at once;
+// the first error cancels the other.
+func both(ctx context.Context, source, target func(context.Context) error) error {
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() error { return source(gctx) })
+	g.Go(func() error { return target(gctx) })
+	return g.Wait()
 }
 
 // Print writes the results as an aligned table.
