@@ -63,6 +63,9 @@ remedy), 1 when a server cannot be reached.`,
 			if len(st.TablesBeingAdded) > 0 {
 				fmt.Fprintf(a.stdout, "tables_being_added:  %s (run pauses at their first change until pgsync add-tables has copied them)\n", strings.Join(st.TablesBeingAdded, ", "))
 			}
+			if st.LargeObjectsSource > 0 || st.LargeObjectsTarget > 0 {
+				fmt.Fprintf(a.stdout, "large_objects:       %d on the source, %d on the target (not streamed: pgsync cutover copies those created or changed since bootstrap)\n", st.LargeObjectsSource, st.LargeObjectsTarget)
+			}
 			if st.Problem != "" {
 				fmt.Fprintf(a.stdout, "problem:             %s\n", st.Problem)
 			}

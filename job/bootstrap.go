@@ -130,6 +130,9 @@ func (j *Job) Bootstrap(ctx context.Context, force bool, progress *snapshot.Prog
 		if _, err := j.restorePreData(ctx, dump); err != nil {
 			return nil, err
 		}
+		if err := j.emptyExtensionTables(ctx, tp.create); err != nil {
+			return nil, err
+		}
 		created = tp.create
 	} else if created, parents, err = j.prepareTarget(ctx, tp); err != nil {
 		return nil, err

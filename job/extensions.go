@@ -140,3 +140,30 @@ func extensionVersionsDiffer(ctx context.Context, tgt *pgx.Conn, exts []extensio
 	}
 	return out, nil
 }
+
+// emptyExtensionTables empties the job's tables that an extension's
+// CREATE EXTENSION, run by this bootstrap's pre-data restore, created
+// with rows (its configuration tables, pg_extension_config_dump): the copy
+// then brings the source's rows, the extension's own and those added
+// since, once each, where it would otherwise add them a second time.
+// Only tables this bootstrap created are given (created).
+func (j *Job) emptyExtensionTables(ctx context.Context, created []*catalog.Table) error {
+	if len(created) == 0 {
+		return nil
+	}
+	var members []string
+	err := j.tgt.QueryRow(ctx, `SELECT coalesce(array_agg(c.oid::regclass::text ORDER BY 1), '{}')
+FROM pg_class c JOIN pg_depend d ON d.classid = 'pg_class'::regclass AND d.objid = c.oid AND d.deptype = 'e'
+WHERE c.oid = ANY (SELECT to_regclass(x) FROM unnest($1::text[]) x)`, catalog.RefIdents(created)).Scan(&members)
+	if err != nil {
+		return fmt.Errorf("look for extension tables among the created ones: %w", err)
+	}
+	if len(members) == 0 {
+		return nil
+	}
+	if _, err := j.tgt.Exec(ctx, "TRUNCATE ONLY "+strings.Join(members, ", ")); err != nil {
+		return fmt.Errorf("empty the rows CREATE EXTENSION put in %s: %w", strings.Join(members, ", "), err)
+	}
+	j.log.Info("emptied the rows CREATE EXTENSION put in its configuration tables: the copy brings the source's, once", "tables", strings.Join(members, ", "))
+	return nil
+}

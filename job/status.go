@@ -43,6 +43,11 @@ type Status struct {
 	// left half copied): run pauses at their first change until the copy
 	// is recorded.
 	TablesBeingAdded []string `json:"tables_being_added,omitempty"`
+	// LargeObjectsSource and LargeObjectsTarget count the large objects
+	// on each side: logical decoding does not carry them, so they differ
+	// while the job streams, until cutover copies them.
+	LargeObjectsSource int64 `json:"large_objects_source"`
+	LargeObjectsTarget int64 `json:"large_objects_target"`
 	// Problem says what stops the job from streaming and what to do, when
 	// something does.
 	Problem string `json:"problem,omitempty"`
@@ -108,6 +113,12 @@ func (j *Job) Status(ctx context.Context) (*Status, error) {
 	}
 	for _, t := range unlogged {
 		st.UnloggedSkipped = append(st.UnloggedSkipped, t.String())
+	}
+	if err := j.src.QueryRow(ctx, "SELECT count(*) FROM pg_largeobject_metadata").Scan(&st.LargeObjectsSource); err != nil {
+		return nil, fmt.Errorf("count the source's large objects: %w", err)
+	}
+	if err := j.tgt.QueryRow(ctx, "SELECT count(*) FROM pg_largeobject_metadata").Scan(&st.LargeObjectsTarget); err != nil {
+		return nil, fmt.Errorf("count the target's large objects: %w", err)
 	}
 	return st, nil
 }
