@@ -81,11 +81,10 @@ WHERE attrelid = 'pgsync.progress'::regclass AND attname = 'source_commit_time' 
 // ReadProgress returns the job's progress row, or ErrNoProgress.
 func ReadProgress(ctx context.Context, conn *pgx.Conn, job string) (Progress, error) {
 	p := Progress{Job: job}
-	var lsn string
 	// Through to_jsonb, so that a table an earlier release made, without
 	// source_commit_time, reads too (status does not alter it).
-	err := conn.QueryRow(ctx, `SELECT state, lsn::text, (to_jsonb(p) ->> 'source_commit_time')::timestamptz
-FROM pgsync.progress p WHERE job = $1`, job).Scan(&p.State, &lsn, &p.SourceCommitTime)
+	err := conn.QueryRow(ctx, `SELECT state, lsn, (to_jsonb(p) ->> 'source_commit_time')::timestamptz
+FROM pgsync.progress p WHERE job = $1`, job).Scan(&p.State, &p.LSN, &p.SourceCommitTime)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return p, ErrNoProgress
 	}
@@ -94,9 +93,6 @@ FROM pgsync.progress p WHERE job = $1`, job).Scan(&p.State, &lsn, &p.SourceCommi
 			return p, ErrNoProgress
 		}
 		return p, fmt.Errorf("read pgsync.progress for job %s: %w", job, err)
-	}
-	if p.LSN, err = pglogrepl.ParseLSN(lsn); err != nil {
-		return p, fmt.Errorf("read pgsync.progress for job %s: lsn %q: %w", job, lsn, err)
 	}
 	return p, nil
 }
@@ -180,19 +176,15 @@ func ReadAddedTables(ctx context.Context, conn *pgx.Conn, job string) (map[strin
 	if err := conn.QueryRow(ctx, `SELECT to_regclass('pgsync.tables') IS NOT NULL`).Scan(&exists); err != nil || !exists {
 		return out, err
 	}
-	rows, err := conn.Query(ctx, `SELECT schema_name, table_name, state, coalesce(copied_lsn, '0/0')::text FROM pgsync.tables WHERE job = $1`, job)
+	rows, err := conn.Query(ctx, `SELECT schema_name, table_name, state, coalesce(copied_lsn, '0/0') FROM pgsync.tables WHERE job = $1`, job)
 	if err != nil {
 		return nil, fmt.Errorf("read pgsync.tables for job %s: %w", job, err)
 	}
 	defer rows.Close()
 	for rows.Next() {
 		var t AddedTable
-		var lsn string
-		if err := rows.Scan(&t.Schema, &t.Name, &t.State, &lsn); err != nil {
-			return nil, err
-		}
-		if t.CopiedLSN, err = pglogrepl.ParseLSN(lsn); err != nil {
-			return nil, fmt.Errorf("pgsync.tables: %s.%s: lsn %q: %w", t.Schema, t.Name, lsn, err)
+		if err := rows.Scan(&t.Schema, &t.Name, &t.State, &t.CopiedLSN); err != nil {
+			return nil, fmt.Errorf("read pgsync.tables for job %s: %w", job, err)
 		}
 		out[t.Schema+"."+t.Name] = t
 	}
@@ -205,17 +197,13 @@ func ReadAddedTables(ctx context.Context, conn *pgx.Conn, job string) (map[strin
 // abort the target transaction the caller may have open.
 func readAddedTable(ctx context.Context, conn *pgx.Conn, job, schema, name string) (AddedTable, error) {
 	t := AddedTable{Schema: schema, Name: name}
-	var lsn string
-	err := conn.QueryRow(ctx, `SELECT state, coalesce(copied_lsn, '0/0')::text FROM pgsync.tables WHERE job = $1 AND schema_name = $2 AND table_name = $3`,
-		job, schema, name).Scan(&t.State, &lsn)
+	err := conn.QueryRow(ctx, `SELECT state, coalesce(copied_lsn, '0/0') FROM pgsync.tables WHERE job = $1 AND schema_name = $2 AND table_name = $3`,
+		job, schema, name).Scan(&t.State, &t.CopiedLSN)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return AddedTable{}, nil
 	}
 	if err != nil {
 		return t, fmt.Errorf("read pgsync.tables for %s.%s: %w", schema, name, err)
-	}
-	if t.CopiedLSN, err = pglogrepl.ParseLSN(lsn); err != nil {
-		return t, fmt.Errorf("pgsync.tables: %s.%s: lsn %q: %w", schema, name, lsn, err)
 	}
 	return t, nil
 }

@@ -10,13 +10,13 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"strings"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
 	"github.com/pgsync/pgsync/config"
+	"github.com/pgsync/pgsync/job"
 	"github.com/pgsync/pgsync/pgconnect"
 	"github.com/pgsync/pgsync/replication"
 )
@@ -106,7 +106,7 @@ Exit status: 0 success, 1 the command failed (one line on stderr says why),
 		// flag, or arguments a command does not accept.
 		code = ExitUsage
 	}
-	fmt.Fprintf(stderr, "pgsync: %s\n", oneLine(err.Error()))
+	fmt.Fprintf(stderr, "pgsync: %s\n", job.OneLine(err.Error()))
 	return code
 }
 
@@ -125,10 +125,6 @@ func (a *app) setLogFormat(format string) error {
 		return failf(ExitUsage, "--log-format %q: want text, json or auto", format)
 	}
 	return nil
-}
-
-func oneLine(s string) string {
-	return strings.Join(strings.Fields(strings.ReplaceAll(s, "\n", " ")), " ")
 }
 
 func (a *app) loadConfig() (*config.Config, error) {

@@ -267,7 +267,7 @@ func (d *dumpScope) dump(ctx context.Context, sourceURL string) error {
 	cmd.Stderr = &stderr
 	if err := cmd.Run(); err != nil {
 		// pg_dump's messages name no password; the url is not repeated.
-		return fmt.Errorf("pg_dump --format=custom --schema-only of the source: %w: %s", err, oneLine(stderr.String()))
+		return fmt.Errorf("pg_dump --format=custom --schema-only of the source: %w: %s", err, OneLine(stderr.String()))
 	}
 	d.archive, err = os.ReadFile(file)
 	return err
@@ -279,7 +279,7 @@ func listSection(ctx context.Context, pgRestore, archive, section string) ([]toc
 	var out, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &stderr
 	if err := cmd.Run(); err != nil {
-		return nil, fmt.Errorf("pg_restore --list --section=%s: %w: %s", section, err, oneLine(stderr.String()))
+		return nil, fmt.Errorf("pg_restore --list --section=%s: %w: %s", section, err, OneLine(stderr.String()))
 	}
 	return parseTOC(out.String())
 }
@@ -507,7 +507,7 @@ func restoreError(stderr string) string {
 		}
 		keep = append(keep, line)
 	}
-	return oneLine(strings.Join(keep, "\n"))
+	return OneLine(strings.Join(keep, "\n"))
 }
 
 // schemaTables are where a bootstrap records the archive and its

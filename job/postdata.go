@@ -206,7 +206,7 @@ func (b *schemaBuilder) entrySQL(ctx context.Context, e tocEntry) (string, error
 	var out, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &stderr
 	if err := cmd.Run(); err != nil {
-		return "", fmt.Errorf("pg_restore of %s: %w: %s", e, err, oneLine(stderr.String()))
+		return "", fmt.Errorf("pg_restore of %s: %w: %s", e, err, OneLine(stderr.String()))
 	}
 	script := out.String()
 	if b.restrictKey != "" {

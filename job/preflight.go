@@ -70,13 +70,13 @@ func Preflight(ctx context.Context, opts Options, emptiness bool) Checks {
 	var c Checks
 	src, err := pgconnect.Connect(ctx, "source", opts.SourceURL)
 	if err != nil {
-		c.add("source", CheckFail, oneLine(err.Error()), "check source.url and that the server listens")
+		c.add("source", CheckFail, OneLine(err.Error()), "check source.url and that the server listens")
 	} else {
 		defer src.Close(context.WithoutCancel(ctx))
 	}
 	tgt, err := pgconnect.Connect(ctx, "target", opts.TargetURL)
 	if err != nil {
-		c.add("target", CheckFail, oneLine(err.Error()), "check target.url and that the server listens")
+		c.add("target", CheckFail, OneLine(err.Error()), "check target.url and that the server listens")
 	} else {
 		defer tgt.Close(context.WithoutCancel(ctx))
 	}
@@ -94,7 +94,7 @@ func Preflight(ctx context.Context, opts Options, emptiness bool) Checks {
 func checkSource(ctx context.Context, c *Checks, opts Options, src *pgx.Conn) []catalog.Table {
 	s, err := replication.ReadSourceSettings(ctx, src)
 	if err != nil {
-		c.add("source", CheckFail, oneLine(err.Error()), "")
+		c.add("source", CheckFail, OneLine(err.Error()), "")
 		return nil
 	}
 	c.add("source", CheckOK, "PostgreSQL "+s.Version+", user "+s.User, "")
@@ -127,7 +127,7 @@ func checkSource(ctx context.Context, c *Checks, opts Options, src *pgx.Conn) []
 
 	tables, err := catalog.Resolve(ctx, src, opts.Tables)
 	if err != nil {
-		c.add("tables", CheckFail, oneLine(err.Error()), "")
+		c.add("tables", CheckFail, OneLine(err.Error()), "")
 		return nil
 	}
 	if len(tables) == 0 {
@@ -174,7 +174,7 @@ FROM unnest($1::text[]) t`, catalog.Idents(tables))
 		err = rows.Err()
 	}
 	if err != nil {
-		c.add("table privileges", CheckFail, oneLine(err.Error()), "")
+		c.add("table privileges", CheckFail, OneLine(err.Error()), "")
 	}
 	switch {
 	case len(noIdentity) > 0:
@@ -190,7 +190,7 @@ FROM unnest($1::text[]) t`, catalog.Idents(tables))
 	}
 	var canPublish bool
 	if qerr := src.QueryRow(ctx, "SELECT has_database_privilege(current_database(), 'CREATE')").Scan(&canPublish); qerr != nil {
-		c.add("publication", CheckFail, oneLine(qerr.Error()), "")
+		c.add("publication", CheckFail, OneLine(qerr.Error()), "")
 	} else if !canPublish {
 		c.add("publication", CheckFail, "user "+s.User+" lacks CREATE on the source database, which CREATE PUBLICATION needs",
 			"GRANT CREATE ON DATABASE <source database> TO "+catalog.QuoteIdent(s.User))
@@ -212,7 +212,7 @@ func checkTarget(ctx context.Context, c *Checks, opts Options, src, tgt *pgx.Con
 	var canCreate bool
 	if err := tgt.QueryRow(ctx, `SELECT current_setting('server_version'), current_user::text,
        has_database_privilege(current_database(), 'CREATE') OR to_regnamespace('pgsync') IS NOT NULL`).Scan(&version, &user, &canCreate); err != nil {
-		c.add("target", CheckFail, oneLine(err.Error()), "")
+		c.add("target", CheckFail, OneLine(err.Error()), "")
 		return
 	}
 	c.add("target", CheckOK, "PostgreSQL "+version+", user "+user, "")
@@ -226,7 +226,7 @@ func checkTarget(ctx context.Context, c *Checks, opts Options, src, tgt *pgx.Con
 		if errors.Is(err, pgconnect.ErrReplicaRole) {
 			fix = "GRANT SET ON PARAMETER session_replication_role TO " + catalog.QuoteIdent(user) + " (PostgreSQL 15+), or a superuser"
 		}
-		c.add("session_replication_role", CheckFail, oneLine(err.Error()), fix)
+		c.add("session_replication_role", CheckFail, OneLine(err.Error()), fix)
 	} else {
 		c.add("session_replication_role", CheckOK, "the target session can set replica", "")
 	}
@@ -243,7 +243,7 @@ func checkTarget(ctx context.Context, c *Checks, opts Options, src, tgt *pgx.Con
 		tt, err := inspectTargetTable(ctx, tgt, t, emptiness)
 		switch {
 		case err != nil:
-			c.add("table "+t.String(), CheckFail, oneLine(err.Error()), "")
+			c.add("table "+t.String(), CheckFail, OneLine(err.Error()), "")
 		case !tt.exists:
 			created = append(created, t)
 			c.add("table "+t.String(), CheckOK, "missing on the target: bootstrap creates it", "")
@@ -271,13 +271,13 @@ func checkTarget(ctx context.Context, c *Checks, opts Options, src, tgt *pgx.Con
 		}
 	}
 	if missing, err := catalog.UncreatableTypes(ctx, src, tgt, created); err != nil {
-		c.add("types", CheckFail, oneLine(err.Error()), "")
+		c.add("types", CheckFail, OneLine(err.Error()), "")
 	} else if len(missing) > 0 {
 		c.add("types", CheckFail, "columns use what the target lacks and the built-in creator does not make: "+strings.Join(missing, "; "),
 			"CREATE EXTENSION (or the collation) on the target, or bootstrap into a target without the job's tables with pg_dump (job.pg_dump)")
 	}
 	if missing, err := catalog.MissingDefaultFunctions(ctx, src, tgt, created); err != nil {
-		c.add("default functions", CheckFail, oneLine(err.Error()), "")
+		c.add("default functions", CheckFail, OneLine(err.Error()), "")
 	} else if len(missing) > 0 {
 		c.add("default functions", CheckFail, "column defaults call functions the target lacks: "+strings.Join(missing, "; "),
 			"create them on the target (the built-in creator makes no functions), or bootstrap into a target without the job's tables with pg_dump (job.pg_dump)")
@@ -289,12 +289,12 @@ func checkTarget(ctx context.Context, c *Checks, opts Options, src, tgt *pgx.Con
 func checkExtensions(ctx context.Context, c *Checks, src, tgt *pgx.Conn) {
 	exts, err := sourceExtensions(ctx, src)
 	if err != nil {
-		c.add("extensions", CheckFail, oneLine(err.Error()), "")
+		c.add("extensions", CheckFail, OneLine(err.Error()), "")
 		return
 	}
 	gaps, err := extensionGapsOf(ctx, tgt, exts)
 	if err != nil {
-		c.add("extensions", CheckFail, oneLine(err.Error()), "")
+		c.add("extensions", CheckFail, OneLine(err.Error()), "")
 		return
 	}
 	refused, other := gaps.refused(), gaps.otherVersion()
@@ -313,7 +313,7 @@ func checkExtensions(ctx context.Context, c *Checks, src, tgt *pgx.Conn) {
 func checkLargeObjects(ctx context.Context, c *Checks, src, tgt *pgx.Conn) {
 	objs, err := largeobject.List(ctx, src)
 	if err != nil {
-		c.add("large objects", CheckFail, oneLine(err.Error()), "")
+		c.add("large objects", CheckFail, OneLine(err.Error()), "")
 		return
 	}
 	if len(objs) == 0 {
@@ -321,13 +321,13 @@ func checkLargeObjects(ctx context.Context, c *Checks, src, tgt *pgx.Conn) {
 	}
 	n, bytes, err := largeobject.Summary(ctx, src)
 	if err != nil {
-		c.add("large objects", CheckFail, oneLine(err.Error()), "the source's user must be able to read every large object (its owner, a grantee of SELECT, or a superuser)")
+		c.add("large objects", CheckFail, OneLine(err.Error()), "the source's user must be able to read every large object (its owner, a grantee of SELECT, or a superuser)")
 		return
 	}
 	problem, err := targetRoleProblem(ctx, tgt, largeobject.Roles(objs), "the large objects")
 	switch {
 	case err != nil:
-		c.add("large objects", CheckFail, oneLine(err.Error()), "")
+		c.add("large objects", CheckFail, OneLine(err.Error()), "")
 	case problem != "":
 		c.add("large objects", CheckFail, problem, "pg_dumpall --roles-only --no-role-passwords -d <source> | psql -d <target> (docs/operations.md)")
 	default:
@@ -341,7 +341,7 @@ func checkRoles(ctx context.Context, c *Checks, src, tgt *pgx.Conn, schemas []st
 	problem, err := roleProblem(ctx, src, tgt, schemas, publication)
 	switch {
 	case err != nil:
-		c.add("roles", CheckFail, oneLine(err.Error()), "")
+		c.add("roles", CheckFail, OneLine(err.Error()), "")
 	case problem != "":
 		c.add("roles", CheckFail, problem, "pg_dumpall --roles-only --no-role-passwords -d <source> | psql -d <target> (docs/operations.md), or job.pg_dump = \"off\"")
 	default:
@@ -363,12 +363,12 @@ WHERE NOT tgisinternal AND tgenabled IN ('R', 'A')
   AND tgrelid = ANY (SELECT to_regclass(n) FROM unnest($1::text[]) n)
 ORDER BY 1`, catalog.Idents(tables))
 	if err != nil {
-		c.add("statement triggers", CheckFail, oneLine(err.Error()), "")
+		c.add("statement triggers", CheckFail, OneLine(err.Error()), "")
 		return
 	}
 	found, err := pgx.CollectRows(rows, pgx.RowTo[string])
 	if err != nil {
-		c.add("statement triggers", CheckFail, oneLine(err.Error()), "")
+		c.add("statement triggers", CheckFail, OneLine(err.Error()), "")
 		return
 	}
 	if len(found) > 0 {
@@ -377,7 +377,7 @@ ORDER BY 1`, catalog.Idents(tables))
 	}
 }
 
-// oneLine joins a message's lines: every item and error is one line.
-func oneLine(s string) string {
+// OneLine joins a message's lines: every item and error is one line.
+func OneLine(s string) string {
 	return strings.Join(strings.Fields(strings.ReplaceAll(s, "\n", " ")), " ")
 }

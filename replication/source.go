@@ -276,27 +276,17 @@ type SlotStatus struct {
 // Status reads the slot's state and the source's current WAL position.
 func Status(ctx context.Context, conn *pgx.Conn, n Names) (SlotStatus, error) {
 	var s SlotStatus
-	var confirmed, restart *string
-	var current string
 	err := conn.QueryRow(ctx, `
-SELECT s.slot_name IS NOT NULL, coalesce(s.active, false), s.confirmed_flush_lsn::text, s.restart_lsn::text, pg_current_wal_lsn()::text,
+SELECT s.slot_name IS NOT NULL, coalesce(s.active, false), coalesce(s.confirmed_flush_lsn, '0/0'), coalesce(s.restart_lsn, '0/0'), pg_current_wal_lsn(),
        coalesce(s.wal_status, ''), s.safe_wal_size,
        CASE WHEN current_setting('max_slot_wal_keep_size') = '-1' THEN -1
             ELSE pg_size_bytes(current_setting('max_slot_wal_keep_size')) END,
        now()
-FROM (SELECT 1) one LEFT JOIN pg_replication_slots s ON s.slot_name = $1`, n.Slot).Scan(&s.Exists, &s.Active, &confirmed, &restart, &current,
+FROM (SELECT 1) one LEFT JOIN pg_replication_slots s ON s.slot_name = $1`, n.Slot).Scan(&s.Exists, &s.Active, &s.ConfirmedFlushLSN, &s.RestartLSN, &s.CurrentWALLSN,
 		&s.WALStatus, &s.SafeWALSize, &s.MaxSlotWALKeepSize, &s.SourceNow)
 	if err != nil {
 		return s, fmt.Errorf("read slot %s: %w", n.Slot, err)
 	}
-	parse := func(p *string) pglogrepl.LSN {
-		if p == nil {
-			return 0
-		}
-		l, _ := pglogrepl.ParseLSN(*p)
-		return l
-	}
-	s.ConfirmedFlushLSN, s.RestartLSN, s.CurrentWALLSN = parse(confirmed), parse(restart), parse(&current)
 	return s, nil
 }
 
@@ -354,9 +344,9 @@ func fullXid(next uint64, xid uint32) uint64 {
 // with everything before it. It costs the source one transaction ID and
 // an empty transaction, which pgoutput does not send.
 func CommittedHead(ctx context.Context, conn *pgx.Conn) (pglogrepl.LSN, error) {
-	var head string
-	if err := conn.QueryRow(ctx, "SELECT pg_current_wal_lsn()::text, txid_current()").Scan(&head, nil); err != nil {
+	var head pglogrepl.LSN
+	if err := conn.QueryRow(ctx, "SELECT pg_current_wal_lsn(), txid_current()").Scan(&head, nil); err != nil {
 		return 0, fmt.Errorf("read the source's WAL position: %w", err)
 	}
-	return pglogrepl.ParseLSN(head)
+	return head, nil
 }
