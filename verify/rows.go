@@ -89,6 +89,9 @@ type rowQuery struct {
 	row     string // the row's text form
 	columns []string
 	colText []string // each column's text form
+	// singleKey: the key is one column, whose text is shown in
+	// parentheses.
+	singleKey bool
 }
 
 func newRowQuery(t *catalog.Table, casts map[string]string, only bool) rowQuery {
@@ -118,17 +121,32 @@ func newRowQuery(t *catalog.Table, casts map[string]string, only bool) rowQuery 
 	}
 	q.row = "ROW(" + strings.Join(all, ", ") + ")::text"
 	q.key = q.row
-	if len(t.PrimaryKey) > 0 {
+	switch {
+	case len(keys) == 1:
+		// One column's text is cheaper than a record's; it is shown
+		// in parentheses as a record would be (singleKey).
+		q.key, q.singleKey = keys[0]+"::text", true
+	case len(keys) > 1:
 		q.key = "ROW(" + strings.Join(keys, ", ") + ")::text"
 	}
 	return q
 }
 
-// bucketSQL sums, by group, the count and the hash of the rows.
+// bucketSQL sums, by group, the count and a 64-bit hash of the rows
+// (hashtextextended, several times cheaper than md5 and its hex
+// arithmetic). The sums are exact numerics, so the order of the rows does
+// not matter; a group whose rows differ and whose sums agree has a chance
+// of 2^-64.
 func (q rowQuery) bucketSQL() string {
-	return fmt.Sprintf(`SELECT b, count(*),
-  sum(('x' || substr(h, 1, 16))::bit(64)::bigint::numeric)::text || '/' || sum(('x' || substr(h, 17, 16))::bit(64)::bigint::numeric)::text
-FROM (SELECT hashtext(%s) & %d AS b, md5(%s) AS h FROM %s) r GROUP BY b`, q.key, buckets-1, q.row, q.from)
+	// OFFSET 0 keeps each row's text computed once: pulled up, the
+	// subquery's expression would be computed for each of its uses.
+	inner := fmt.Sprintf("SELECT %s AS k, %s AS t FROM %s OFFSET 0", q.key, q.row, q.from)
+	if q.key == q.row { // no key: the row is its own
+		inner = fmt.Sprintf("SELECT t AS k, t FROM (SELECT %s AS t FROM %s OFFSET 0) x1", q.row, q.from)
+	}
+	return fmt.Sprintf(`SELECT b, count(*), sum(h)::text
+FROM (SELECT hashtext(k) & %d AS b, hashtextextended(t, 1) AS h FROM (%s) x0 OFFSET 0) r
+GROUP BY b`, buckets-1, inner)
 }
 
 // rowsSQL reads the rows of the groups $1: key, row hash, column hashes.
@@ -248,7 +266,13 @@ func compareTableRows(ctx context.Context, source, target *pgx.Conn, t *catalog.
 		}); err != nil {
 			return res, err
 		}
-		res.Diffs = append(res.Diffs, diffRows(t.String(), src.columns, srcRows, tgtRows, keyed)...)
+		found := diffRows(t.String(), src.columns, srcRows, tgtRows, keyed)
+		if src.singleKey {
+			for i := range found {
+				found[i].Key = "(" + found[i].Key + ")"
+			}
+		}
+		res.Diffs = append(res.Diffs, found...)
 		if len(res.Diffs) >= maxDiffs {
 			res.Diffs, res.Truncated = res.Diffs[:maxDiffs], true
 			break
