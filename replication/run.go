@@ -216,8 +216,9 @@ func currentWAL(ctx context.Context, url string) (pglogrepl.LSN, error) {
 // instead: the walsender may decode WAL of other tables for long before
 // it reaches stopAt, and the wait must say what it waits for.
 func logProgress(ctx context.Context, log *slog.Logger, st *Stats, prepared func() int64, every time.Duration, stopAt pglogrepl.LSN) func() {
-	done := make(chan struct{})
+	done, exited := make(chan struct{}), make(chan struct{})
 	go func() {
+		defer close(exited)
 		t := time.NewTicker(every)
 		defer t.Stop()
 		lastTxns, lastRows, lastSpool := st.Txns.Load(), st.Rows.Load(), st.SpoolBytes.Load()
@@ -230,20 +231,17 @@ func logProgress(ctx context.Context, log *slog.Logger, st *Stats, prepared func
 			case <-t.C:
 			}
 			txns, rows, spool := st.Txns.Load(), st.Rows.Load(), st.SpoolBytes.Load()
-			if txns == lastTxns && rows == lastRows && spool == lastSpool {
-				if stopAt != 0 {
-					log.Info("waiting: nothing to apply yet; run --until-caught-up exits once the source has sent up to stop_at and it is applied (SIGINT ends it sooner)",
-						"stop_at", stopAt.String(), "source_sent", pglogrepl.LSN(st.ServerEnd.Load()).String())
-				}
+			switch progressLineOf(txns != lastTxns || rows != lastRows || spool != lastSpool, stopAt) {
+			case progressQuiet:
+				continue
+			case progressWaiting:
+				log.Info("waiting: nothing to apply yet; run --until-caught-up exits once the source has sent up to stop_at and it is applied (SIGINT ends it sooner)",
+					"stop_at", stopAt.String(), "source_sent", pglogrepl.LSN(st.ServerEnd.Load()).String())
 				continue
 			}
 			secs := every.Seconds()
-			lag := slog.Int64("lag_bytes", st.LagBytes())
-			if silent := time.Duration(st.Silence.Load()); silent >= every {
-				lag = slog.Int64("silent_s", int64(silent.Seconds()))
-			}
 			args := []any{"txn_per_s", int64(float64(txns-lastTxns) / secs), "rows_per_s", int64(float64(rows-lastRows) / secs),
-				lag, "txns", txns, "rows", rows, "spool_bytes", spool}
+				lagAttr(st.LagBytes(), time.Duration(st.Silence.Load()), every), "txns", txns, "rows", rows, "spool_bytes", spool}
 			if prepared != nil {
 				args = append(args, "prepared_statements", prepared())
 			}
@@ -251,7 +249,40 @@ func logProgress(ctx context.Context, log *slog.Logger, st *Stats, prepared func
 			lastTxns, lastRows, lastSpool = txns, rows, spool
 		}
 	}()
-	return func() { close(done) }
+	// The stop waits for the goroutine: no line is logged after it.
+	return func() { close(done); <-exited }
+}
+
+// The progress line of one period.
+const (
+	progressQuiet   = iota // nothing applied, nothing to say
+	progressWaiting        // nothing applied while run --until-caught-up waits
+	progressApplying
+)
+
+// progressLineOf decides a period's progress line: a line of rates when
+// anything was applied; when nothing was, a waiting line for run
+// --until-caught-up (stopAt set), which must say what it waits for, and
+// none for run, which may be idle for hours.
+func progressLineOf(applied bool, stopAt pglogrepl.LSN) int {
+	switch {
+	case applied:
+		return progressApplying
+	case stopAt != 0:
+		return progressWaiting
+	}
+	return progressQuiet
+}
+
+// lagAttr is the progress line's lag: the bytes the source's last message
+// said were left, or, once the source has sent nothing for a whole
+// period, how long it has been silent (only the source knows how far its
+// WAL went since).
+func lagAttr(lagBytes int64, silence, every time.Duration) slog.Attr {
+	if silence >= every {
+		return slog.Int64("silent_s", int64(silence.Seconds()))
+	}
+	return slog.Int64("lag_bytes", lagBytes)
 }
 
 // Transient reports whether err may go away in a new session: a lost,

@@ -122,24 +122,40 @@ func TestProgressLineDuringSilence(t *testing.T) {
 	}
 }
 
-// TestProgressSaysWhatUntilCaughtUpWaitsFor: with nothing applied, run
-// --until-caught-up's progress goroutine says what it waits for, and run
-// without a stop position stays quiet.
-func TestProgressSaysWhatUntilCaughtUpWaitsFor(t *testing.T) {
-	for _, stopAt := range []pglogrepl.LSN{0, 0x5000} {
-		var buf syncBuffer
-		log := slog.New(slog.NewTextHandler(&buf, nil))
-		st := &Stats{}
-		st.ServerEnd.Store(0x4000)
-		stop := logProgress(context.Background(), log, st, nil, 10*time.Millisecond, stopAt)
-		time.Sleep(100 * time.Millisecond)
-		stop()
-		line := buf.String()
-		if stopAt == 0 && line != "" {
-			t.Errorf("run without --until-caught-up logged while idle: %q", line)
+// TestProgressLine: the decision of each period's progress line, for
+// every case: rates when anything was applied; when nothing was, run
+// --until-caught-up says what it waits for and run stays quiet.
+func TestProgressLine(t *testing.T) {
+	for _, tt := range []struct {
+		applied bool
+		stopAt  pglogrepl.LSN
+		want    int
+	}{
+		{true, 0, progressApplying},
+		{true, 0x5000, progressApplying},
+		{false, 0x5000, progressWaiting},
+		{false, 0, progressQuiet},
+	} {
+		if got := progressLineOf(tt.applied, tt.stopAt); got != tt.want {
+			t.Errorf("progressLineOf(%t, %s) = %d, want %d", tt.applied, tt.stopAt, got, tt.want)
 		}
-		if stopAt != 0 && (!strings.Contains(line, "waiting") || !strings.Contains(line, "stop_at=0/5000") || !strings.Contains(line, "source_sent=0/4000")) {
-			t.Errorf("idle run --until-caught-up: %q, want a waiting line with stop_at=0/5000 and source_sent=0/4000", line)
+	}
+}
+
+// TestLagAttr: the lag in bytes, or the seconds of silence once the source
+// has sent nothing for a whole period.
+func TestLagAttr(t *testing.T) {
+	for _, tt := range []struct {
+		silence time.Duration
+		want    string
+	}{
+		{0, "lag_bytes=4096"},
+		{9 * time.Second, "lag_bytes=4096"},
+		{10 * time.Second, "silent_s=10"},
+		{95 * time.Second, "silent_s=95"},
+	} {
+		if got := lagAttr(4096, tt.silence, 10*time.Second).String(); got != tt.want {
+			t.Errorf("lagAttr(4096, %s, 10s) = %s, want %s", tt.silence, got, tt.want)
 		}
 	}
 }

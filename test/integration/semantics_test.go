@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/pgsync/pgsync/pgconnect"
 )
 
 // TestReplicaIdentityUsingIndex: no primary key, a unique index on NOT NULL
@@ -112,14 +114,27 @@ CREATE TABLE ledger (id bigserial PRIMARY KEY, acct int, delta bigint);`, "")
 	bg := e.start("run")
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
+	// What the test rests on, asserted rather than hoped for from a crash
+	// at a lucky instant: pgsync's target sessions commit synchronously
+	// although the database says off.
+	probe, err := pgconnect.ConnectTarget(context.Background(), e.tgtURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := queryOne[string](t, probe, "SHOW synchronous_commit"); got != "on" {
+		t.Fatalf("pgsync's target session has synchronous_commit = %s, want on", got)
+	}
+	probe.Close(context.Background())
 	w := startTransfers(ctx, t, e.srcURL)
-	time.Sleep(2 * time.Second)
+	ledger := func() int64 { return queryOne[int64](t, e.tgt, "SELECT count(*) FROM ledger") }
+	eventually(t, 30*time.Second, "pgsync to apply transfers", func() bool { return ledger() > 0 })
 	if out, err := localPGRestart("target", "immediate"); err != nil {
 		t.Fatalf("crash the target: %v\n%s", err, out)
 	}
 	e.tgt.Close(context.Background())
 	e.tgt = mustConnect(t, e.tgtURL)
-	time.Sleep(2 * time.Second)
+	after := ledger()
+	eventually(t, 60*time.Second, "pgsync to apply transfers again after the crash", func() bool { return ledger() > after })
 	cancel()
 	if w.wait(t) == 0 {
 		t.Fatal("the writer committed nothing")

@@ -126,7 +126,13 @@ func TestRunStopsOnSignalWhileTargetFrozen(t *testing.T) {
 		t.Fatal(err)
 	}
 	pending := queryOne[string](t, e.src, "SELECT pg_current_wal_lsn()::text")
-	time.Sleep(2 * time.Second)
+	// The premise: the walsender has sent the transaction, so pgsync holds
+	// it and cannot apply it (a fixed sleep let the test pass when it had
+	// not arrived yet).
+	eventually(t, 30*time.Second, "the walsender to send up to "+pending, func() bool {
+		return queryOne[bool](t, e.src, `SELECT coalesce((SELECT r.sent_lsn >= $1::pg_lsn FROM pg_stat_replication r
+  JOIN pg_replication_slots s ON s.active_pid = r.pid WHERE s.slot_name = $2), false)`, pending, "pgsync_"+e.job)
+	})
 	sigtermWithin(t, bg, 10*time.Second)
 	thaw()
 	e.assertNotAcknowledged("after SIGTERM with the target frozen", pending)
