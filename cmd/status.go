@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -65,6 +66,13 @@ remedy), 1 when a server cannot be reached.`,
 			}
 			if st.LargeObjectsSource > 0 || st.LargeObjectsTarget > 0 {
 				fmt.Fprintf(a.stdout, "large_objects:       %d on the source, %d on the target (not streamed: pgsync cutover copies those created or changed since bootstrap)\n", st.LargeObjectsSource, st.LargeObjectsTarget)
+			}
+			if v := st.LastVerification; v != nil {
+				verdict := "identical"
+				if !v.Identical {
+					verdict = "differ: " + v.Found
+				}
+				fmt.Fprintf(a.stdout, "last_verification:   %s, %s at %s: %s\n", v.At.Format(time.RFC3339), v.Kind, v.LSN, verdict)
 			}
 			if st.Problem != "" {
 				fmt.Fprintf(a.stdout, "problem:             %s\n", st.Problem)

@@ -3,6 +3,7 @@ package cmd
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -42,7 +43,8 @@ or a large object differs (named) or an error.`,
 		Args: cobra.NoArgs,
 		RunE: a.withServers(func(ctx context.Context, sv *servers) error {
 			src, tgt := sv.src, sv.tgt
-			tables, err := job.New(jobOptions(sv.cfg), src, tgt, a.log).Tables(ctx)
+			j := job.New(jobOptions(sv.cfg), src, tgt, a.log)
+			tables, err := j.Tables(ctx)
 			if err != nil {
 				return err
 			}
@@ -53,7 +55,11 @@ or a large object differs (named) or an error.`,
 			}
 			if rows {
 				results, err := verify.CompareRows(ctx, src, tgt, tables, maxDiffs)
-				return a.printRows(results, err, asJSON)
+				verdict := a.printRows(results, err, asJSON)
+				if err != nil {
+					return verdict
+				}
+				return recordVerification(ctx, j, "verify --rows", verdict)
 			}
 			results, err := verify.Compare(ctx, src, tgt, tables)
 			verify.Print(a.stdout, results)
@@ -102,14 +108,16 @@ or a large object differs (named) or an error.`,
 				}
 				fmt.Fprintf(a.stdout, "large objects: %d on the source, %d on the target, %d differ\n", los.Source, los.Target, len(los.Differ))
 			}
+			var verdict error
 			switch {
 			case len(differ) > 0:
-				return failf(ExitFailed, "%d of %d tables differ: %s", len(differ), len(results), strings.Join(differ, ", "))
+				verdict = failf(ExitFailed, "%d of %d tables differ: %s", len(differ), len(results), strings.Join(differ, ", "))
 			case !los.Identical():
-				return failf(ExitFailed, "%d large object(s) differ (pgsync cutover copies them)", len(los.Differ))
+				verdict = failf(ExitFailed, "%d large object(s) differ (pgsync cutover copies them)", len(los.Differ))
+			default:
+				fmt.Fprintf(a.stdout, "all %d tables identical\n", len(results))
 			}
-			fmt.Fprintf(a.stdout, "all %d tables identical\n", len(results))
-			return nil
+			return recordVerification(ctx, j, "verify", verdict)
 		}),
 	}
 	c.Flags().BoolVar(&rows, "rows", false, "name the rows that differ, by key")
@@ -117,6 +125,19 @@ or a large object differs (named) or an error.`,
 	c.Flags().BoolVar(&asJSON, "json", false, "with --rows: print the differing rows as JSON")
 	c.Flags().IntVar(&maxDiffs, "max-rows", 1000, "with --rows: stop naming rows of a table after this many")
 	return c
+}
+
+// recordVerification records verify's verdict (nil: identical) as the
+// job's last comparison, which status shows, and returns the verdict.
+func recordVerification(ctx context.Context, j *job.Job, kind string, verdict error) error {
+	v := job.Verification{Kind: kind, Identical: verdict == nil}
+	if verdict != nil {
+		v.Found = verdict.Error()
+	}
+	if err := j.RecordVerification(ctx, v); err != nil {
+		return errors.Join(verdict, err)
+	}
+	return verdict
 }
 
 // printRows prints verify --rows' results and words its verdict.

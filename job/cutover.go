@@ -212,6 +212,13 @@ func (j *Job) cutover(ctx context.Context, o CutoverOptions, rep *CutoverReport)
 			differ = append(differ, r.Table)
 		}
 	}
+	record := Verification{Kind: "cutover", LSN: goal, Identical: len(differ) == 0}
+	if len(differ) > 0 {
+		record.Found = fmt.Sprintf("%d of %d tables differ: %s", len(differ), len(rep.Tables), strings.Join(differ, ", "))
+	}
+	if err := j.RecordVerification(ctx, record); err != nil {
+		return err
+	}
 	if len(differ) > 0 {
 		return fmt.Errorf("%d of %d tables differ at the cutover position, compared after the target was reported ready: %s: %w (were writes still arriving on the source? use --lock-source)", len(differ), len(rep.Tables), strings.Join(differ, ", "), ErrTablesDiffer)
 	}

@@ -48,6 +48,9 @@ type Status struct {
 	// while the job streams, until cutover copies them.
 	LargeObjectsSource int64 `json:"large_objects_source"`
 	LargeObjectsTarget int64 `json:"large_objects_target"`
+	// LastVerification is the job's last comparison of the two sides
+	// (verify, verify --rows or cutover); null when none ran.
+	LastVerification *Verification `json:"last_verification"`
 	// Problem says what stops the job from streaming and what to do, when
 	// something does.
 	Problem string `json:"problem,omitempty"`
@@ -119,6 +122,9 @@ func (j *Job) Status(ctx context.Context) (*Status, error) {
 	}
 	if err := j.tgt.QueryRow(ctx, "SELECT count(*) FROM pg_largeobject_metadata").Scan(&st.LargeObjectsTarget); err != nil {
 		return nil, fmt.Errorf("count the target's large objects: %w", err)
+	}
+	if st.LastVerification, err = j.lastVerification(ctx); err != nil {
+		return nil, err
 	}
 	return st, nil
 }

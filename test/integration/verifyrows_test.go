@@ -46,6 +46,22 @@ INSERT INTO events SELECT at, what FROM events WHERE at = 77 AND what = 'e0' LIM
 			t.Errorf("verify --rows: exit %d, want 1 and %q\n%s\n%s", r.code, want, r.stdout, r.stderr)
 		}
 	}
+	// status shows the last comparison: when, which, at what position and
+	// what it found.
+	var st struct {
+		Last *struct {
+			Kind      string `json:"kind"`
+			LSN       string `json:"lsn"`
+			Identical bool   `json:"identical"`
+			Found     string `json:"found"`
+		} `json:"last_verification"`
+	}
+	if err := json.Unmarshal([]byte(e.mustPgsync("status", "--json").stdout), &st); err != nil {
+		t.Fatal(err)
+	}
+	if st.Last == nil || st.Last.Kind != "verify --rows" || st.Last.Identical || !strings.Contains(st.Last.Found, "public.docs") || st.Last.LSN == "0/0" {
+		t.Errorf("status --json after verify --rows found differences: last_verification %+v", st.Last)
+	}
 	r = e.pgsync("verify", "--rows", "--table", "public.lines", "--json")
 	var res []struct {
 		Table string `json:"table"`
@@ -71,5 +87,9 @@ UPDATE docs SET body = repeat(md5('4242'), 300) WHERE id = 4242; UPDATE lines SE
 DELETE FROM events WHERE ctid = (SELECT ctid FROM events WHERE at = 77 AND what = 'e0' LIMIT 1)`)
 	if r := e.pgsync("verify", "--rows"); r.code != 0 {
 		t.Errorf("verify --rows after the repair: exit %d\n%s", r.code, r.stdout)
+	}
+	e.mustVerify()
+	if out := e.mustPgsync("status").stdout; !strings.Contains(out, "last_verification:") || !strings.Contains(out, "verify at ") || !strings.Contains(out, ": identical") {
+		t.Errorf("status after an identical verify:\n%s", out)
 	}
 }
