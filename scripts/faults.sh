@@ -232,6 +232,25 @@ note "rejected change: exit 1: $err"
 psql_tgt $DB -c "ALTER TABLE ledger DROP CONSTRAINT no_7777"
 verify_ok "after the operator dropped the constraint"
 
+# --- The target rejects a change inside a group of transactions (issue 23):
+# a backlog is applied several source transactions to a target
+# transaction; the 21st fails. run stops exactly there: the 20 before it
+# are committed, it and the 5 after are not.
+psql_tgt $DB -c "ALTER TABLE ledger ADD CONSTRAINT no_8888 CHECK (delta <> 8888)"
+for i in $(seq 1 20); do psql_src $DB -c "INSERT INTO events VALUES ('group-before', $i, 'g')" >/dev/null; done
+psql_src $DB -c "INSERT INTO ledger (acct, delta) VALUES (1, 8888)" >/dev/null
+for i in $(seq 1 5); do psql_src $DB -c "INSERT INTO events VALUES ('group-after', $i, 'g')" >/dev/null; done
+rc=0; timeout 120 "$PGSYNC" -c "$cfg" run --until-caught-up >"$RESULTS/faults-reject-group.log" 2>&1 || rc=$?
+[ $rc -eq 1 ] || fail "run on a rejected change inside a group: exit $rc, want 1"
+grep -q "no_8888" "$RESULTS/faults-reject-group.log" || fail "rejected change inside a group: $(tail -1 "$RESULTS/faults-reject-group.log")"
+before_n=$(val_tgt $DB "SELECT count(*) FROM events WHERE kind = 'group-before'")
+after_n=$(val_tgt $DB "SELECT count(*) FROM events WHERE kind = 'group-after'")
+[ "$before_n" = 20 ] && [ "$after_n" = 0 ] || fail "rejected change inside a group: $before_n of the 20 transactions before it and $after_n of the 5 after it on the target, want 20 and 0"
+grep -q "failed inside a group" "$RESULTS/faults-reject-group.log" || fail "rejected change inside a group: the group was not split (no group of transactions formed?)"
+note "rejected change inside a group: exit 1, the 20 transactions before it committed, none after: $(tail -1 "$RESULTS/faults-reject-group.log")"
+psql_tgt $DB -c "ALTER TABLE ledger DROP CONSTRAINT no_8888"
+verify_ok "after the operator dropped the second constraint"
+
 # --- Slot problems while pgsync is down: invalidated, then dropped by hand.
 psql_src postgres -c "ALTER SYSTEM SET max_slot_wal_keep_size = '1MB'" -c "SELECT pg_reload_conf()" >/dev/null
 psql_src $DB -c "CREATE SCHEMA IF NOT EXISTS scratch" -c "CREATE TABLE IF NOT EXISTS scratch.unpublished (pad text)"
@@ -274,6 +293,7 @@ $(env_json),
   "second_run_exit": 1,
   "second_run_seconds": $second_secs,
   "rejected_change_exit": 1,
+  "rejected_change_inside_group": "20 before committed, 0 after",
   "invalidated_slot_exit": 1,
   "dropped_slot_exit": 1,
   "every_verify_identical": true
