@@ -9,6 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/pgsync/pgsync/config"
+	"github.com/pgsync/pgsync/job"
 	"github.com/pgsync/pgsync/pgconnect"
 	"github.com/pgsync/pgsync/position"
 	"github.com/pgsync/pgsync/replication"
@@ -51,8 +52,70 @@ func registerRunMetrics(reg prometheus.Registerer, stats *replication.Stats, pre
 			func() float64 { return float64(prepared()) }),
 	)
 	slot := &slotCollector{url: cfg.SourceURL, names: names(cfg)}
-	reg.MustRegister(slot)
-	return slot.close
+	last := &verifyCollector{url: cfg.TargetURL, job: cfg.Job}
+	reg.MustRegister(slot, last)
+	return func() { slot.close(); last.close() }
+}
+
+// verifyCollector reads the job's last comparison of the two sides
+// (verify, verify --rows, cutover) on the target at each scrape, through
+// a connection of its own.
+type verifyCollector struct {
+	url, job string
+	mu       sync.Mutex
+	conn     *pgx.Conn
+}
+
+var (
+	verifyAtDesc        = prometheus.NewDesc("pgsync_last_verify_timestamp_seconds", "When the job's last comparison of the two sides ran (verify, verify --rows or cutover; absent before the first).", nil, nil)
+	verifyIdenticalDesc = prometheus.NewDesc("pgsync_last_verify_identical", "1 when the job's last comparison found both sides identical, 0 when it found a difference.", nil, nil)
+	verifyLSNDesc       = prometheus.NewDesc("pgsync_last_verify_lsn", "Source position (as a number) the target held at the job's last comparison.", nil, nil)
+)
+
+func (c *verifyCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- verifyAtDesc
+	ch <- verifyIdenticalDesc
+	ch <- verifyLSNDesc
+}
+
+func (c *verifyCollector) Collect(ch chan<- prometheus.Metric) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	if c.conn == nil || c.conn.IsClosed() {
+		conn, err := pgconnect.Connect(ctx, "target", c.url)
+		if err != nil {
+			return
+		}
+		c.conn = conn
+	}
+	v, err := job.LastVerification(ctx, c.conn, c.job)
+	if err != nil {
+		c.conn.Close(context.Background())
+		c.conn = nil
+		return
+	}
+	if v == nil {
+		return
+	}
+	identical := 0.0
+	if v.Identical {
+		identical = 1
+	}
+	ch <- prometheus.MustNewConstMetric(verifyAtDesc, prometheus.GaugeValue, float64(v.At.UnixNano())/1e9)
+	ch <- prometheus.MustNewConstMetric(verifyIdenticalDesc, prometheus.GaugeValue, identical)
+	ch <- prometheus.MustNewConstMetric(verifyLSNDesc, prometheus.GaugeValue, float64(v.LSN))
+}
+
+// close ends the collector's connection.
+func (c *verifyCollector) close() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.conn != nil {
+		c.conn.Close(context.Background())
+		c.conn = nil
+	}
 }
 
 // slotCollector reads the slot's retained WAL and safe_wal_size on the

@@ -85,12 +85,18 @@ ON CONFLICT (job) DO UPDATE SET at = excluded.at, kind = excluded.kind, lsn = ex
 
 // lastVerification reads the job's last comparison; nil when none.
 func (j *Job) lastVerification(ctx context.Context) (*Verification, error) {
+	return LastVerification(ctx, j.tgt, j.opts.Job)
+}
+
+// LastVerification reads job's last comparison on the target tgt; nil
+// when none was recorded.
+func LastVerification(ctx context.Context, tgt *pgx.Conn, job string) (*Verification, error) {
 	var exists bool
-	if err := j.tgt.QueryRow(ctx, "SELECT to_regclass('pgsync.verifications') IS NOT NULL").Scan(&exists); err != nil || !exists {
+	if err := tgt.QueryRow(ctx, "SELECT to_regclass('pgsync.verifications') IS NOT NULL").Scan(&exists); err != nil || !exists {
 		return nil, err
 	}
 	v := &Verification{}
-	err := j.tgt.QueryRow(ctx, `SELECT at, kind, lsn, identical, found FROM pgsync.verifications WHERE job = $1`, j.opts.Job).
+	err := tgt.QueryRow(ctx, `SELECT at, kind, lsn, identical, found FROM pgsync.verifications WHERE job = $1`, job).
 		Scan(&v.At, &v.Kind, &v.LSN, &v.Identical, &v.Found)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, nil

@@ -396,6 +396,16 @@ func TestMetricsEndpoint(t *testing.T) {
 	if value(body, "pgsync_slot_up") != 1 {
 		t.Errorf("pgsync_slot_up = %v, want 1", value(body, "pgsync_slot_up"))
 	}
+	// The last comparison: absent before the first, then its moment and
+	// verdict (issue 24).
+	if value(body, "pgsync_last_verify_timestamp_seconds") >= 0 {
+		t.Errorf("pgsync_last_verify_timestamp_seconds present before any verify:\n%s", body)
+	}
+	e.mustVerify()
+	body = scrape()
+	if at := value(body, "pgsync_last_verify_timestamp_seconds"); at < float64(time.Now().Add(-time.Minute).Unix()) || value(body, "pgsync_last_verify_identical") != 1 || value(body, "pgsync_last_verify_lsn") <= 0 {
+		t.Errorf("after an identical verify: last_verify timestamp %v, identical %v, lsn %v", at, value(body, "pgsync_last_verify_identical"), value(body, "pgsync_last_verify_lsn"))
+	}
 }
 
 // TestLeastPrivileges runs a whole job with the roles docs/operations.md
