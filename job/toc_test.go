@@ -7,8 +7,8 @@ import (
 	"testing"
 )
 
-// The listings in testdata are pg_restore -l of pg_dump 15 archives of
-// real schemas (scripts in their header): several schemas, extensions with
+// The listings in testdata are pg_restore -l of pg_dump 15.18 archives of
+// schemas made for them (testdata/README.md has their SQL): several schemas, extensions with
 // comments (whose owner is empty), a tablespace, default privileges, a
 // function whose body holds a line beginning with a backslash, partitions,
 // a publication, and names with spaces, quotes and semicolons.
