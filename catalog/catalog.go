@@ -134,6 +134,10 @@ func RefIdents(tables []*Table) []string {
 // QuoteIdent quotes one identifier.
 func QuoteIdent(s string) string { return pgx.Identifier{s}.Sanitize() }
 
+// QuoteLiteral quotes s as an SQL string literal, for the statements that
+// take no parameters (DO blocks, replication commands, DDL).
+func QuoteLiteral(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
+
 // Resolve returns every ordinary, permanent table that one of the
 // schema.table patterns matches, sorted by name, with columns and keys
 // loaded. System schemas and pgsync's own schema are never selected.

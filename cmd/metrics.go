@@ -19,7 +19,7 @@ import (
 // registerRunMetrics exposes run's positions and counters, the number of
 // statements apply holds prepared (prepared), and the slot's retained WAL
 // read from the source at each scrape.
-func registerRunMetrics(reg prometheus.Registerer, stats *replication.Stats, prepared func() int64, cfg *config.Config) (closeSlot func()) {
+func registerRunMetrics(reg prometheus.Registerer, stats *replication.Stats, prepared func() int64, cfg *config.Config) (closeCollectors func()) {
 	at := func(pick func(*position.Positions) uint64) func() float64 {
 		return func() float64 {
 			if p := stats.Positions.Load(); p != nil {
@@ -51,19 +51,18 @@ func registerRunMetrics(reg prometheus.Registerer, stats *replication.Stats, pre
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "pgsync_prepared_statements", Help: "Statements prepared on the target connection."},
 			func() float64 { return float64(prepared()) }),
 	)
-	slot := &slotCollector{url: cfg.SourceURL, names: names(cfg)}
-	last := &verifyCollector{url: cfg.TargetURL, job: cfg.Job}
+	slot := &slotCollector{conn: collectorConn{kind: "source", url: cfg.SourceURL}, names: names(cfg)}
+	last := &verifyCollector{conn: collectorConn{kind: "target", url: cfg.TargetURL}, job: cfg.Job}
 	reg.MustRegister(slot, last)
-	return func() { slot.close(); last.close() }
+	return func() { slot.conn.close(); last.conn.close() }
 }
 
 // verifyCollector reads the job's last comparison of the two sides
 // (verify, verify --rows, cutover) on the target at each scrape, through
 // a connection of its own.
 type verifyCollector struct {
-	url, job string
-	mu       sync.Mutex
-	conn     *pgx.Conn
+	conn collectorConn
+	job  string
 }
 
 var (
@@ -79,24 +78,12 @@ func (c *verifyCollector) Describe(ch chan<- *prometheus.Desc) {
 }
 
 func (c *verifyCollector) Collect(ch chan<- prometheus.Metric) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-	defer cancel()
-	if c.conn == nil || c.conn.IsClosed() {
-		conn, err := pgconnect.Connect(ctx, "target", c.url)
-		if err != nil {
-			return
-		}
-		c.conn = conn
-	}
-	v, err := job.LastVerification(ctx, c.conn, c.job)
-	if err != nil {
-		c.conn.Close(context.Background())
-		c.conn = nil
-		return
-	}
-	if v == nil {
+	var v *job.Verification
+	ok := c.conn.with(func(ctx context.Context, conn *pgx.Conn) (err error) {
+		v, err = job.LastVerification(ctx, conn, c.job)
+		return err
+	})
+	if !ok || v == nil {
 		return
 	}
 	identical := 0.0
@@ -108,23 +95,52 @@ func (c *verifyCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(verifyLSNDesc, prometheus.GaugeValue, float64(v.LSN))
 }
 
-// close ends the collector's connection.
-func (c *verifyCollector) close() {
+// slotCollector reads the slot's retained WAL and safe_wal_size on the
+// source at each scrape, through a connection of its own.
+type slotCollector struct {
+	conn  collectorConn
+	names replication.Names
+}
+
+// collectorConn is a collector's own connection, opened at a scrape that
+// finds none and dropped after an error, so that a server that comes back
+// is read again.
+type collectorConn struct {
+	kind, url string
+	mu        sync.Mutex
+	conn      *pgx.Conn
+}
+
+// with runs read on the connection (opening it first), under a 2 s
+// deadline; false when it could not connect or read failed.
+func (c *collectorConn) with(read func(ctx context.Context, conn *pgx.Conn) error) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	if c.conn == nil || c.conn.IsClosed() {
+		conn, err := pgconnect.Connect(ctx, c.kind, c.url)
+		if err != nil {
+			return false
+		}
+		c.conn = conn
+	}
+	if err := read(ctx, c.conn); err != nil {
+		c.conn.Close(context.Background())
+		c.conn = nil
+		return false
+	}
+	return true
+}
+
+// close ends the connection.
+func (c *collectorConn) close() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.conn != nil {
 		c.conn.Close(context.Background())
 		c.conn = nil
 	}
-}
-
-// slotCollector reads the slot's retained WAL and safe_wal_size on the
-// source at each scrape, through a connection of its own.
-type slotCollector struct {
-	url   string
-	names replication.Names
-	mu    sync.Mutex
-	conn  *pgx.Conn
 }
 
 var (
@@ -140,43 +156,20 @@ func (c *slotCollector) Describe(ch chan<- *prometheus.Desc) {
 }
 
 func (c *slotCollector) Collect(ch chan<- prometheus.Metric) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-	defer cancel()
+	var s replication.SlotStatus
+	ok := c.conn.with(func(ctx context.Context, conn *pgx.Conn) (err error) {
+		s, err = replication.Status(ctx, conn, c.names)
+		return err
+	})
 	up := 0.0
-	defer func() { ch <- prometheus.MustNewConstMetric(slotUpDesc, prometheus.GaugeValue, up) }()
-	if c.conn == nil || c.conn.IsClosed() {
-		conn, err := pgconnect.Connect(ctx, "source", c.url)
-		if err != nil {
-			return
+	if ok && s.Exists {
+		up = 1
+		ch <- prometheus.MustNewConstMetric(retainedDesc, prometheus.GaugeValue, float64(int64(s.CurrentWALLSN)-int64(s.RestartLSN)))
+		if s.SafeWALSize != nil {
+			ch <- prometheus.MustNewConstMetric(safeDesc, prometheus.GaugeValue, float64(*s.SafeWALSize))
 		}
-		c.conn = conn
 	}
-	s, err := replication.Status(ctx, c.conn, c.names)
-	if err != nil {
-		c.conn.Close(context.Background())
-		c.conn = nil
-		return
-	}
-	if !s.Exists {
-		return
-	}
-	up = 1
-	ch <- prometheus.MustNewConstMetric(retainedDesc, prometheus.GaugeValue, float64(int64(s.CurrentWALLSN)-int64(s.RestartLSN)))
-	if s.SafeWALSize != nil {
-		ch <- prometheus.MustNewConstMetric(safeDesc, prometheus.GaugeValue, float64(*s.SafeWALSize))
-	}
-}
-
-// close ends the collector's connection.
-func (c *slotCollector) close() {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.conn != nil {
-		c.conn.Close(context.Background())
-		c.conn = nil
-	}
+	ch <- prometheus.MustNewConstMetric(slotUpDesc, prometheus.GaugeValue, up)
 }
 
 // registerCopyMetrics exposes bootstrap's copy progress by table.

@@ -115,8 +115,8 @@ error.`,
 			if metricsAddr != "" {
 				reg := metrics.NewRegistry()
 				applyOpts.Metrics = metrics.NewApply(reg)
-				closeSlot := registerRunMetrics(reg, stats, prepared.Load, cfg)
-				defer closeSlot()
+				closeCollectors := registerRunMetrics(reg, stats, prepared.Load, cfg)
+				defer closeCollectors()
 				if err := metrics.Serve(cmd.Context(), metricsAddr, reg, a.log); err != nil {
 					return err
 				}

@@ -114,7 +114,7 @@ func createExtensions(ctx context.Context, tgt *pgx.Conn, exts []extension) erro
 			}
 			sql := "CREATE EXTENSION IF NOT EXISTS " + catalog.QuoteIdent(e.Name) + " WITH SCHEMA " + catalog.QuoteIdent(e.Schema)
 			if atVersion {
-				sql += " VERSION " + quoteLiteral(e.Version)
+				sql += " VERSION " + catalog.QuoteLiteral(e.Version)
 			}
 			if _, err := tx.Exec(ctx, sql); err != nil {
 				return fmt.Errorf("create extension %s on the target: %w", e, err)

@@ -470,21 +470,14 @@ func writeArchive(archive []byte) (file string, cleanup func(), err error) {
 // pgRestore runs pg_restore of the entries of list from archive into the
 // target; pg_restore stops at the first error, which it returns.
 func pgRestore(ctx context.Context, program, targetURL, archive string, list []tocEntry, singleTransaction bool) error {
-	listFile, err := os.CreateTemp(filepath.Dir(archive), "list-*")
+	listFile, err := writeList(filepath.Dir(archive), list)
 	if err != nil {
 		return err
 	}
-	defer os.Remove(listFile.Name())
-	if _, err := listFile.WriteString(tocList(list)); err != nil {
-		listFile.Close()
-		return err
-	}
-	if err := listFile.Close(); err != nil {
-		return err
-	}
+	defer os.Remove(listFile)
 	// Tablespaces are the target server's own (pg_dumpall makes them): the
 	// objects go to the target's default tablespace.
-	args := []string{"--no-tablespaces", "--exit-on-error", "--use-list=" + listFile.Name(), "--dbname=" + targetURL}
+	args := []string{"--no-tablespaces", "--exit-on-error", "--use-list=" + listFile, "--dbname=" + targetURL}
 	if singleTransaction {
 		args = append(args, "--single-transaction")
 	}
@@ -495,6 +488,24 @@ func pgRestore(ctx context.Context, program, targetURL, archive string, list []t
 		return fmt.Errorf("pg_restore: %w: %s", err, restoreError(stderr.String()))
 	}
 	return nil
+}
+
+// writeList writes entries as a pg_restore -L list in a file of dir.
+func writeList(dir string, entries []tocEntry) (string, error) {
+	f, err := os.CreateTemp(dir, "list-*")
+	if err != nil {
+		return "", err
+	}
+	if _, err := f.WriteString(tocList(entries)); err != nil {
+		f.Close()
+		os.Remove(f.Name())
+		return "", err
+	}
+	if err := f.Close(); err != nil {
+		os.Remove(f.Name())
+		return "", err
+	}
+	return f.Name(), nil
 }
 
 // restoreError keeps of pg_restore's messages the lines that say what
@@ -565,15 +576,12 @@ func deleteSchemaRecords(ctx context.Context, q interface {
 }, job string) error {
 	for _, t := range []string{"pgsync.schema_archive", "pgsync.schema_objects"} {
 		if _, err := q.Exec(ctx, `DO $$ BEGIN IF to_regclass('`+t+`') IS NOT NULL THEN
-  DELETE FROM `+t+` WHERE job = `+quoteLiteral(job)+`; END IF; END $$`); err != nil {
+  DELETE FROM `+t+` WHERE job = `+catalog.QuoteLiteral(job)+`; END IF; END $$`); err != nil {
 			return fmt.Errorf("delete the records of job %s from %s: %w", job, t, err)
 		}
 	}
 	return nil
 }
-
-// quoteLiteral quotes s as an SQL string literal.
-func quoteLiteral(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
 
 // restorePreData creates the source's extensions at their versions where
 // it can, then restores the pre-data entries with pg_restore in one

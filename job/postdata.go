@@ -186,19 +186,12 @@ func (b *schemaBuilder) build(ctx context.Context, conn *pgx.Conn, o pendingObje
 // PostgreSQL 17.6, 16.10 and 15.14) carry a key pgsync chooses, and are
 // the lines equal to them; nothing else of the script is read.
 func (b *schemaBuilder) entrySQL(ctx context.Context, e tocEntry) (string, error) {
-	listFile, err := os.CreateTemp(filepath.Dir(b.archive), "list-*")
+	listFile, err := writeList(filepath.Dir(b.archive), []tocEntry{e})
 	if err != nil {
 		return "", err
 	}
-	defer os.Remove(listFile.Name())
-	if _, err := listFile.WriteString(e.listLine() + "\n"); err != nil {
-		listFile.Close()
-		return "", err
-	}
-	if err := listFile.Close(); err != nil {
-		return "", err
-	}
-	args := []string{"--no-tablespaces", "--use-list=" + listFile.Name(), "--file=-"}
+	defer os.Remove(listFile)
+	args := []string{"--no-tablespaces", "--use-list=" + listFile, "--file=-"}
 	if b.restrictKey != "" {
 		args = append(args, "--restrict-key="+b.restrictKey)
 	}

@@ -143,14 +143,12 @@ func EnsureRecord(ctx context.Context, dst Querier) error {
 // DeleteRecord forgets what job copied, where it was recorded.
 func DeleteRecord(ctx context.Context, dst Querier, job string) error {
 	_, err := dst.Exec(ctx, `DO $$ BEGIN IF to_regclass('pgsync.large_objects') IS NOT NULL THEN
-  DELETE FROM pgsync.large_objects WHERE job = `+quoteLiteral(job)+`; END IF; END $$`)
+  DELETE FROM pgsync.large_objects WHERE job = `+catalog.QuoteLiteral(job)+`; END IF; END $$`)
 	if err != nil {
 		return fmt.Errorf("delete pgsync.large_objects of job %s: %w", job, err)
 	}
 	return nil
 }
-
-func quoteLiteral(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
 
 // Copy writes object o from src to dst in one dst transaction, which also
 // records it as job's (pgsync.large_objects): created with its OID

@@ -175,7 +175,7 @@ const slotReleaseWait = 60 * time.Second
 // reconnecting, the walsender of the lost connection may still hold it for
 // a while; awaitSlot waits for it up to slotReleaseWait.
 func awaitSlot(ctx context.Context, conn *pgconn.PgConn, n Names, reconnecting bool, log *slog.Logger) error {
-	sql := "SELECT coalesce(active_pid, 0)::text, coalesce(wal_status, '') FROM pg_replication_slots WHERE slot_name = " + quoteLiteral(n.Slot)
+	sql := "SELECT coalesce(active_pid, 0)::text, coalesce(wal_status, '') FROM pg_replication_slots WHERE slot_name = " + catalog.QuoteLiteral(n.Slot)
 	began := time.Now()
 	deadline := began.Add(slotReleaseWait)
 	var lastSaid time.Time
@@ -224,8 +224,6 @@ func slotError(n Names, start pglogrepl.LSN, err error) error {
 	}
 	return fmt.Errorf("start replication on slot %s at %s: %w", n.Slot, start, err)
 }
-
-func quoteLiteral(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
 
 // Drop removes the job's slot and publication; missing ones are fine.
 func Drop(ctx context.Context, conn *pgx.Conn, n Names) error {
