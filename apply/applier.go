@@ -98,6 +98,7 @@ type Applier struct {
 	params    [][]byte
 	formats   []int16
 	setBuf    []int
+	stagedSeq int64 // the id of the last value staged (staged.go)
 	run       rowRun
 	copyBuf   []byte // a run of INSERTs in COPY text format
 	hash      maphash.Hash
@@ -222,15 +223,29 @@ func (a *Applier) Change(ctx context.Context, c *pgoutput.Change) error {
 		return a.fail(ctx, err)
 	}
 	a.startPipeline(ctx)
-	if fresh {
-		a.pipeline.SendPrepare(st.name, st.sql, nil)
-		a.pending = append(a.pending, pending{kind: pendingPrepare, op: c.Op, rel: rel, lsn: a.sourceLSN})
+	left := n
+	if staged := stagedValues(st, params, n); staged != nil {
+		if fresh { // cached by bindRow: it must exist for the rows to come
+			a.prepare(st, c.Op, rel)
+		}
+		if st, fresh, left, err = a.stage(ctx, rel, c.Op, st, staged, params, formats); err != nil {
+			return err
+		}
 	}
-	a.reserve(params, n)
+	if fresh {
+		a.prepare(st, c.Op, rel)
+	}
+	a.reserve(params, left)
 	a.pipeline.SendQueryPrepared(st.name, params, formats, nil)
 	clear(params) // the statement's bytes are the only copy left
 	a.pending = append(a.pending, pending{kind: pendingRows, op: c.Op, expect: 1, rel: rel, lsn: a.sourceLSN})
 	return a.queued(ctx, 1, n)
+}
+
+// prepare queues the preparation of statement st, which applies op to rel.
+func (a *Applier) prepare(st *statement, op byte, rel *relation) {
+	a.pipeline.SendPrepare(st.name, st.sql, nil)
+	a.pending = append(a.pending, pending{kind: pendingPrepare, op: op, rel: rel, lsn: a.sourceLSN})
 }
 
 // Truncate queues a TRUNCATE of the listed relations with the options the

@@ -341,7 +341,7 @@ func TestTruncateKeepsRestartIdentityDropsCascade(t *testing.T) {
 
 func TestInsertOverridesIdentityAlways(t *testing.T) {
 	rel := &relation{ident: `"public"."t"`, cols: []string{`"id"`, `"v"`}, anyAlways: true}
-	if got, want := insertSQL(rel, 2), `INSERT INTO "public"."t" ("id", "v") OVERRIDING SYSTEM VALUE VALUES ($1, $2), ($3, $4)`; got != want {
+	if got, want := insertSQL(rel, 2, nil), `INSERT INTO "public"."t" ("id", "v") OVERRIDING SYSTEM VALUE VALUES ($1, $2), ($3, $4)`; got != want {
 		t.Errorf("%s\nwant %s", got, want)
 	}
 }

@@ -30,6 +30,7 @@ const (
 	pendingControl // BEGIN, TRUNCATE
 	pendingProgress
 	pendingCommit
+	pendingStage // a piece of a staged value, or its table (staged.go)
 )
 
 // pending is a statement whose result has not been read yet.
@@ -258,6 +259,8 @@ func describe(pd *pending, job string, err error) error {
 		return fmt.Errorf("apply %s on %s at %s: %w", opName(pd.op), pd.rel.src, pd.lsn, err)
 	case pendingPrepare:
 		return fmt.Errorf("prepare %s on %s at %s: %w", opName(pd.op), pd.rel.src, pd.lsn, err)
+	case pendingStage:
+		return fmt.Errorf("stage a large value of %s for %s at %s: %w", pd.rel.src, opName(pd.op), pd.lsn, err)
 	case pendingProgress:
 		if errors.Is(err, errNoRow) {
 			err = fmt.Errorf("the progress row of job %s is gone (was pgsync teardown run?)", job)

@@ -158,7 +158,7 @@ func (a *Applier) runStatement(rows int) (st *statement, fresh bool) {
 	st = &statement{}
 	switch r.op {
 	case pgoutput.MsgInsert:
-		st.sql = insertSQL(r.rel, rows)
+		st.sql = insertSQL(r.rel, rows, nil)
 	case pgoutput.MsgUpdate:
 		st.sql = updateRunSQL(r.rel, r.setCols, rows)
 	case pgoutput.MsgDelete:
@@ -185,8 +185,7 @@ func (a *Applier) flushRun(ctx context.Context) error {
 		st, fresh := a.runStatement(n)
 		a.startPipeline(ctx)
 		if fresh {
-			a.pipeline.SendPrepare(st.name, st.sql, nil)
-			a.pending = append(a.pending, pending{kind: pendingPrepare, op: r.op, rel: r.rel, lsn: a.sourceLSN})
+			a.prepare(st, r.op, r.rel)
 		}
 		var params [][]byte
 		if width > 0 {

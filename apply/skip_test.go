@@ -64,10 +64,10 @@ func TestCheckedStatements(t *testing.T) {
 	rel := testRelation(t, false, 1, [2]string{"id", "bigint"}, [2]string{"v", "text"})
 	rel.checked[rowOpIndex(pgoutput.MsgUpdate)] = true
 	for _, tc := range []struct{ got, want string }{
-		{updateSQL(rel, []int{1}), `WITH pgsync_w AS (UPDATE "public"."t" SET "v" = $1 WHERE "id" = $2 RETURNING 1) SELECT (SELECT count(*) FROM pgsync_w), (SELECT count(*) FROM "public"."t" WHERE "id" = $2)`},
+		{updateSQL(rel, []int{1}, nil), `WITH pgsync_w AS (UPDATE "public"."t" SET "v" = $1 WHERE "id" = $2 RETURNING 1) SELECT (SELECT count(*) FROM pgsync_w), (SELECT count(*) FROM "public"."t" WHERE "id" = $2)`},
 		{updateRunSQL(rel, []int{1}, 2), `WITH pgsync_w AS (UPDATE "public"."t" AS pgsync_t SET "v" = v.c0 FROM (VALUES ($1::text, $2::bigint), ($3::text, $4::bigint)) AS v(c0, c1) WHERE pgsync_t."id" = v.c1 RETURNING 1) SELECT (SELECT count(*) FROM pgsync_w), (SELECT count(*) FROM "public"."t" AS pgsync_t, (VALUES ($1::text, $2::bigint), ($3::text, $4::bigint)) AS v(c0, c1) WHERE pgsync_t."id" = v.c1)`},
 		{deleteSQL(rel), `DELETE FROM "public"."t" WHERE "id" = $1`},
-		{insertSQL(rel, 1), `INSERT INTO "public"."t" ("id", "v") VALUES ($1, $2)`},
+		{insertSQL(rel, 1, nil), `INSERT INTO "public"."t" ("id", "v") VALUES ($1, $2)`},
 	} {
 		if tc.got != tc.want {
 			t.Errorf("\n%s\nwant\n%s", tc.got, tc.want)

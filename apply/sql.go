@@ -2,6 +2,7 @@ package apply
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/pgsync/pgsync/catalog"
@@ -19,7 +20,7 @@ import (
 // assignment does.
 
 // insertSQL returns an INSERT of rows rows.
-func insertSQL(rel *relation, rows int) string {
+func insertSQL(rel *relation, rows int, param func(p, n int) string) string {
 	var b strings.Builder
 	if len(rel.cols) == 0 { // a table without columns: rows rows of nothing
 		fmt.Fprintf(&b, "INSERT INTO %s SELECT FROM generate_series(1, %d)", rel.ident, rows)
@@ -31,7 +32,7 @@ func insertSQL(rel *relation, rows int) string {
 		b.WriteString("OVERRIDING SYSTEM VALUE ")
 	}
 	b.WriteString("VALUES ")
-	writeParamRows(&b, rows, len(rel.cols), true, nil)
+	writeParamRows(&b, rows, len(rel.cols), true, param)
 	return b.String()
 }
 
@@ -110,14 +111,16 @@ func whereIdentity(b *strings.Builder, rel *relation, next int) {
 }
 
 // updateSQL returns the single-row UPDATE: the set values, then the identity.
-func updateSQL(rel *relation, setCols []int) string {
+func updateSQL(rel *relation, setCols []int, param func(p, n int) string) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "UPDATE %s SET ", rel.ident)
 	for n, i := range setCols {
 		if n > 0 {
 			b.WriteString(", ")
 		}
-		fmt.Fprintf(&b, "%s = $%d", rel.cols[i], n+1)
+		b.WriteString(rel.cols[i])
+		b.WriteString(" = ")
+		writeParam(&b, n+1, n, param)
 	}
 	where := b.Len()
 	whereIdentity(&b, rel, len(setCols)+1)
@@ -138,7 +141,7 @@ func deleteSQL(rel *relation) string {
 // laid out as in updateSQL: the set values, then the key values.
 func updateRunSQL(rel *relation, setCols []int, rows int) string {
 	if rows == 1 {
-		return updateSQL(rel, setCols)
+		return updateSQL(rel, setCols, nil)
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "UPDATE %s AS pgsync_t SET ", rel.ident)
@@ -156,7 +159,7 @@ func updateRunSQL(rel *relation, setCols []int, rows int) string {
 	// nothing that could change the value (catalog.CastType), so that the
 	// SET assignment checks the value against the column's modifier and
 	// the key comparison sees the key as sent.
-	writeParamRows(&b, rows, len(cols), true, func(n int) string { return "::" + catalog.CastType(rel.types[cols[n]]) })
+	writeParamRows(&b, rows, len(cols), true, func(p, n int) string { return fmt.Sprintf("$%d::%s", p, catalog.CastType(rel.types[cols[n]])) })
 	b.WriteString(") AS v(")
 	for n := range cols {
 		if n > 0 {
@@ -196,9 +199,9 @@ func deleteRunSQL(rel *relation, rows int) string {
 		b.WriteString(")")
 	}
 	b.WriteString(" IN (")
-	var cast func(n int) string
+	var cast func(p, n int) string
 	if rel.composite != nil {
-		cast = func(n int) string { return keyCast(rel, rel.keys[n]) }
+		cast = func(p, n int) string { return fmt.Sprintf("$%d%s", p, keyCast(rel, rel.keys[n])) }
 	}
 	writeParamRows(&b, rows, len(rel.keys), multi, cast)
 	b.WriteString(")")
@@ -208,8 +211,9 @@ func deleteRunSQL(rel *relation, rows int) string {
 
 // writeParamRows writes rows comma-separated groups of width parameters,
 // numbered from $1: "($1, $2), ($3, $4)", or "$1, $2" unparenthesised.
-// cast, when set, gives the suffix of the n-th parameter of a row.
-func writeParamRows(b *strings.Builder, rows, width int, paren bool, cast func(n int) string) {
+// param, when set, writes the n-th value of a row, parameter $p, in
+// place of "$p": with a cast, or from a staged value (staged.go).
+func writeParamRows(b *strings.Builder, rows, width int, paren bool, param func(p, n int) string) {
 	p := 1
 	for r := 0; r < rows; r++ {
 		if r > 0 {
@@ -222,10 +226,7 @@ func writeParamRows(b *strings.Builder, rows, width int, paren bool, cast func(n
 			if n > 0 {
 				b.WriteString(", ")
 			}
-			fmt.Fprintf(b, "$%d", p)
-			if cast != nil {
-				b.WriteString(cast(n))
-			}
+			writeParam(b, p, n, param)
 			p++
 		}
 		if paren {
@@ -260,4 +261,15 @@ func truncateSQL(rels []*relation, options byte) string {
 	// also empty target-only tables that reference these (as the native
 	// apply worker, which truncates exactly the tables listed).
 	return b.String()
+}
+
+// writeParam writes parameter $p, the n-th value of a row, or what param
+// makes of it.
+func writeParam(b *strings.Builder, p, n int, param func(p, n int) string) {
+	if param != nil {
+		b.WriteString(param(p, n))
+		return
+	}
+	b.WriteByte('$')
+	b.WriteString(strconv.Itoa(p))
 }

@@ -39,7 +39,7 @@ func TestUpdateRunCastsCannotChangeValues(t *testing.T) {
 			}
 			// The other statements cast nothing: their parameters take
 			// the column's type, without a modifier, from what they meet.
-			for _, sql := range []string{insertSQL(rel, 2), updateSQL(rel, []int{1}), deleteSQL(rel), deleteRunSQL(rel, 2)} {
+			for _, sql := range []string{insertSQL(rel, 2, nil), updateSQL(rel, []int{1}, nil), deleteSQL(rel), deleteRunSQL(rel, 2)} {
 				if strings.Contains(sql, "::") {
 					t.Errorf("a cast in %s", sql)
 				}

@@ -80,10 +80,10 @@ func (a *Applier) bindRow(rel *relation, c *pgoutput.Change) (st *statement, fre
 			for i := range rel.cols {
 				st.setCols = append(st.setCols, i)
 			}
-			st.sql = insertSQL(rel, 1)
+			st.sql = insertSQL(rel, 1, nil)
 		case pgoutput.MsgUpdate:
 			st.setCols = slices.Clone(a.setBuf)
-			st.sql = updateSQL(rel, st.setCols)
+			st.sql = updateSQL(rel, st.setCols, nil)
 		case pgoutput.MsgDelete:
 			st.sql = deleteSQL(rel)
 		}

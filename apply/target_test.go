@@ -40,7 +40,7 @@ func TestCompositeKeysAreCast(t *testing.T) {
 	rel := testRelation(t, false, 2, [2]string{"a", "mix_t"}, [2]string{"k", "integer"}, [2]string{"b", "mix_t[]"})
 	rel.composite = []bool{true, false, false}
 	for _, tc := range []struct{ got, want string }{
-		{updateSQL(rel, []int{2}), `UPDATE "public"."t" SET "b" = $1 WHERE "a" = $2::mix_t AND "k" = $3`},
+		{updateSQL(rel, []int{2}, nil), `UPDATE "public"."t" SET "b" = $1 WHERE "a" = $2::mix_t AND "k" = $3`},
 		{deleteSQL(rel), `DELETE FROM "public"."t" WHERE "a" = $1::mix_t AND "k" = $2`},
 		{deleteRunSQL(rel, 2), `DELETE FROM "public"."t" WHERE ("a", "k") IN (($1::mix_t, $2), ($3::mix_t, $4))`},
 		{updateRunSQL(rel, []int{2}, 2), `UPDATE "public"."t" AS pgsync_t SET "b" = v.c0 FROM (VALUES ($1::mix_t[], $2::mix_t, $3::integer), ($4::mix_t[], $5::mix_t, $6::integer)) AS v(c0, c1, c2) WHERE pgsync_t."a" = v.c1 AND pgsync_t."k" = v.c2`},

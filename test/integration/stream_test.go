@@ -369,6 +369,47 @@ FROM generate_series(1, 3) g, generate_series(1, 40000) i GROUP BY g`) // 640 KB
 	}
 }
 
+// TestRunStagedValues applies rows whose values reach 4 MiB, which run
+// sends to the target in pieces through a temporary table (apply/staged.go):
+// a bytea (in binary) and a text in one row, a jsonb and a domain value
+// (read back through their types' input), an UPDATE replacing a large value
+// beside an unchanged TOAST one, and a smaller row of the same shape after
+// a staged one (its own statement). The target must end as the source, and
+// the pieces must have gone through the staging table.
+func TestRunStagedValues(t *testing.T) {
+	e := newEnv(t, `CREATE DOMAIN short_doc AS text CHECK (length(VALUE) < 10000000);
+CREATE TABLE sv (id int PRIMARY KEY, b bytea, t text, j jsonb, d short_doc, n int);`, "")
+	e.mustPgsync("bootstrap")
+	bg := e.start("run")
+	const mb3 = `(SELECT decode(string_agg(md5(i::text || '%[1]s'), ''), 'hex') FROM generate_series(1, 200000) i)` // 3.2 MB
+	e.srcExec(fmt.Sprintf(`INSERT INTO sv VALUES (1, %s, (SELECT string_agg(md5(i::text), '') FROM generate_series(1, 100000) i), NULL, NULL, 0)`,
+		fmt.Sprintf(mb3, "a"))) // 3.2 MB bytea + 3.2 MB text
+	e.srcExec(`INSERT INTO sv VALUES (2, NULL, 'small', (SELECT jsonb_agg(md5(i::text)) FROM generate_series(1, 150000) i), NULL, 0)`)    // 5.4 MB jsonb
+	e.srcExec(`INSERT INTO sv VALUES (3, NULL, NULL, NULL, (SELECT string_agg(md5(i::text), ' ') FROM generate_series(1, 200000) i), 0)`) // 6.6 MB domain
+	e.srcExec(`INSERT INTO sv VALUES (4, NULL, (SELECT string_agg(md5(i::text), '') FROM generate_series(1, 5000) i), NULL, NULL, 0)`)    // 160 kB: not staged, same shape as row 1's
+	e.srcExec(fmt.Sprintf(`UPDATE sv SET b = %s, n = 1 WHERE id = 1`, fmt.Sprintf(mb3, "b")+" || "+fmt.Sprintf(mb3, "c")))                // t unchanged TOAST
+	e.srcExec(`UPDATE sv SET n = 2 WHERE id = 3`)
+	e.srcExec(`BEGIN; UPDATE sv SET t = (SELECT string_agg(md5((i * 7)::text), '') FROM generate_series(1, 150000) i) WHERE id = 4; DELETE FROM sv WHERE id = 2; COMMIT`)
+	whileRunning(t, bg, time.Minute, "the changes to arrive", func() bool {
+		return queryOne[int](t, e.tgt, "SELECT count(*) FROM sv WHERE n = 1 OR n = 2") == 2 &&
+			queryOne[int](t, e.tgt, "SELECT count(*) FROM sv") == 3 &&
+			queryOne[int](t, e.tgt, "SELECT coalesce(length(t), 0) FROM sv WHERE id = 4") > 1000000
+	})
+	// The pieces went through the session's staging table: 3.2 MB in
+	// 512 KiB pieces is 7, and there are more than 40 in all.
+	whileRunning(t, bg, 30*time.Second, "the staging table's statistics", func() bool {
+		return queryOne[int64](t, e.tgt, "SELECT coalesce(sum(n_tup_ins), 0)::int8 FROM pg_stat_all_tables WHERE relname = 'pgsync_staged'") > 40
+	})
+	sigtermWithin(t, bg, 10*time.Second)
+	e.mustVerify()
+	for _, col := range []string{"b", "t", "j::text", "d"} {
+		q := "SELECT string_agg(id || ':' || coalesce(md5(" + col + "), '-'), ',' ORDER BY id) FROM sv"
+		if got, want := queryOne[string](t, e.tgt, q), queryOne[string](t, e.src, q); got != want {
+			t.Errorf("column %s differs: target %s, source %s", col, got, want)
+		}
+	}
+}
+
 // TestRunRelationResendsDeallocate changes a table's storage options on the
 // source again and again between changes: each change makes pgoutput send
 // the Relation again, and pgsync prepares statements for it anew. The
