@@ -209,9 +209,10 @@ FROM unnest($1::text[]) t`, catalog.Idents(tables))
 // unreachable, and then the tables are not judged.
 func checkTarget(ctx context.Context, c *Checks, opts Options, src, tgt *pgx.Conn, tables []catalog.Table, emptiness bool) {
 	var version, user string
-	var canCreate bool
+	var canCreate, canTemp bool
 	if err := tgt.QueryRow(ctx, `SELECT current_setting('server_version'), current_user::text,
-       has_database_privilege(current_database(), 'CREATE') OR to_regnamespace('pgsync') IS NOT NULL`).Scan(&version, &user, &canCreate); err != nil {
+       has_database_privilege(current_database(), 'CREATE') OR to_regnamespace('pgsync') IS NOT NULL,
+       has_database_privilege(current_database(), 'TEMPORARY')`).Scan(&version, &user, &canCreate, &canTemp); err != nil {
 		c.add("target", CheckFail, OneLine(err.Error()), "")
 		return
 	}
@@ -220,6 +221,12 @@ func checkTarget(ctx context.Context, c *Checks, opts Options, src, tgt *pgx.Con
 		c.add("pgsync schema", CheckOK, "pgsync.progress can be created or exists", "")
 	} else {
 		c.add("pgsync schema", CheckFail, "user "+user+" cannot create schema pgsync", "GRANT CREATE ON DATABASE <target database> TO "+catalog.QuoteIdent(user))
+	}
+	if !canTemp {
+		// apply/staged.go: rows whose values reach 4 MiB go through a
+		// temporary table; without it, such a row stops run.
+		c.add("temporary tables", CheckWarn, "user "+user+" cannot create temporary tables: run stops at a row whose values reach 4 MiB",
+			"GRANT TEMPORARY ON DATABASE <target database> TO "+catalog.QuoteIdent(user))
 	}
 	if err := pgconnect.ReplicaSession(ctx, tgt); err != nil {
 		fix := ""

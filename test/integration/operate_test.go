@@ -454,9 +454,19 @@ GRANT SET ON PARAMETER session_replication_role TO %[1]s;`, tgtRole, e.db))
 	if err := os.WriteFile(e.cfgPath, []byte(s), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	// Without TEMPORARY (granted to PUBLIC by default), check warns: run
+	// stages the large values of a big row in a temporary table.
+	e.tgtExec("REVOKE TEMPORARY ON DATABASE " + e.db + " FROM PUBLIC")
 	r := e.mustPgsync("check")
 	if strings.Contains(r.stdout, "FAIL") {
 		t.Errorf("check as the least-privileged roles:\n%s", r.stdout)
+	}
+	if !strings.Contains(r.stdout, "WARN  temporary tables") || !strings.Contains(r.stdout, "GRANT TEMPORARY ON DATABASE") {
+		t.Errorf("check without TEMPORARY on the target does not warn:\n%s", r.stdout)
+	}
+	e.tgtExec("GRANT TEMPORARY ON DATABASE " + e.db + " TO " + tgtRole)
+	if r = e.mustPgsync("check"); strings.Contains(r.stdout, "temporary tables") {
+		t.Errorf("check warns of temporary tables with TEMPORARY granted:\n%s", r.stdout)
 	}
 	e.mustPgsync("bootstrap")
 	e.srcExec("SET ROLE " + srcRole + "; INSERT INTO acct (owner, balance) VALUES ('new', 1); UPDATE acct SET balance = balance + 1 WHERE id < 10; DELETE FROM acct WHERE id = 20; RESET ROLE")
