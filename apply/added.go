@@ -10,6 +10,7 @@ import (
 
 	"github.com/jackc/pglogrepl"
 
+	"github.com/pgsync/pgsync/ledger"
 	"github.com/pgsync/pgsync/replication"
 )
 
@@ -40,13 +41,13 @@ func (a *Applier) awaitAddedTables(ctx context.Context) error {
 	began := time.Now()
 	var lastLog time.Time
 	for {
-		added, err := ReadAddedTables(ctx, a.conn, a.opts.Job)
+		added, err := ledger.ReadTables(ctx, a.conn, a.opts.Job)
 		if err != nil {
 			return err
 		}
 		var copying []string
 		for name, t := range added {
-			if Waits(t.State) && a.opts.selected(t.Schema, t.Name) {
+			if t.State.Waits() && a.opts.selected(t.Schema, t.Name) {
 				copying = append(copying, name)
 			}
 		}

@@ -15,6 +15,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/pgsync/pgsync/catalog"
+	"github.com/pgsync/pgsync/ledger"
 	"github.com/pgsync/pgsync/metrics"
 	"github.com/pgsync/pgsync/pgoutput"
 )
@@ -152,19 +153,19 @@ func New(conn *pgx.Conn, opts Options) *Applier {
 // ResumeLSN reads the job's durable position: every source transaction
 // ending at or before it is already applied.
 func (a *Applier) ResumeLSN(ctx context.Context) (pglogrepl.LSN, error) {
-	p, err := ReadProgress(ctx, a.conn, a.opts.Job)
-	if errors.Is(err, ErrNoProgress) {
+	p, err := ledger.ReadProgress(ctx, a.conn, a.opts.Job)
+	if errors.Is(err, ledger.ErrNoProgress) {
 		return 0, fmt.Errorf("job %s is not bootstrapped on the target (no row in pgsync.progress): run pgsync bootstrap first", a.opts.Job)
 	}
 	if err != nil {
 		return 0, err
 	}
-	if p.State != StateReady {
+	if p.State != ledger.JobReady {
 		return 0, fmt.Errorf("job %s: bootstrap did not finish (pgsync.progress state %q): rerun pgsync bootstrap", a.opts.Job, p.State)
 	}
 	// Also creates pgsync.tables for a job bootstrapped by an earlier
 	// release: Relation reads it for every table.
-	if err := EnsureProgressTable(ctx, a.conn); err != nil {
+	if err := ledger.Ensure(ctx, a.conn); err != nil {
 		return 0, err
 	}
 	if err := a.awaitAddedTables(ctx); err != nil {

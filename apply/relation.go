@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/pgsync/pgsync/catalog"
+	"github.com/pgsync/pgsync/ledger"
 	"github.com/pgsync/pgsync/pgoutput"
 )
 
@@ -76,12 +77,12 @@ func (a *Applier) Relation(ctx context.Context, r *pgoutput.Relation) error {
 	// table since, and its copy point decides which changes to skip. Read
 	// before the shape is checked: the target table of an add in progress
 	// is being written by its copy, and one abandoned takes no change.
-	added, err := readAddedTable(ctx, a.conn, a.opts.Job, r.Schema, r.Name)
+	added, err := ledger.ReadTable(ctx, a.conn, a.opts.Job, r.Schema, r.Name)
 	if err != nil {
 		return a.fail(ctx, err)
 	}
-	skip := added.State == TableRemoved || Waits(added.State) && !a.opts.selected(r.Schema, r.Name)
-	if Waits(added.State) && !skip {
+	skip := added.State == ledger.TableRemoved || added.State.Waits() && !a.opts.selected(r.Schema, r.Name)
+	if added.State.Waits() && !skip {
 		return a.fail(ctx, &TableBeingAddedError{Job: a.opts.Job, Table: r.String(), LSN: a.sourceLSN})
 	}
 	if !skip {

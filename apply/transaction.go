@@ -8,6 +8,7 @@ import (
 
 	"github.com/jackc/pglogrepl"
 
+	"github.com/pgsync/pgsync/ledger"
 	"github.com/pgsync/pgsync/pgoutput"
 	"github.com/pgsync/pgsync/replication"
 )
@@ -20,10 +21,6 @@ import (
 // uncommitted on the target, so the acknowledged position keeps moving
 // under continuous load.
 const maxGroupAge = time.Second
-
-// progressSQL moves the job's durable position inside the target
-// transaction that applied up to it.
-const progressSQL = "UPDATE pgsync.progress SET lsn = $2::pg_lsn, source_commit_time = $3::timestamptz, updated_at = now() WHERE job = $1"
 
 // Begin opens a target transaction unless one is already open for the group.
 func (a *Applier) Begin(ctx context.Context, b pgoutput.Begin) error {
@@ -81,7 +78,7 @@ func (a *Applier) commit(ctx context.Context) error {
 	began := time.Now()
 	a.startPipeline(ctx)
 	a.timeBuf = a.groupTime.AppendFormat(a.timeBuf[:0], time.RFC3339Nano)
-	a.pipeline.SendQueryParams(progressSQL, [][]byte{[]byte(a.opts.Job), []byte(a.groupEnd.String()), a.timeBuf}, nil, nil, nil)
+	a.pipeline.SendQueryParams(ledger.ProgressSQL, [][]byte{[]byte(a.opts.Job), []byte(a.groupEnd.String()), a.timeBuf}, nil, nil, nil)
 	a.pending = append(a.pending, pending{kind: pendingProgress, expect: 1, lsn: a.groupEnd})
 	// Every result of the group, the progress row included, is read and
 	// checked before COMMIT is sent: a statement that matched no row does

@@ -212,7 +212,8 @@ func (a *app) teardownCmd() *cobra.Command {
 		Use:   "teardown",
 		Short: "Drop the slot and publication on the source and the job's progress on the target",
 		Long: `teardown ends a job: it drops the slot and the publication on the source
-and the job's rows in pgsync.progress and pgsync.tables on the target.
+and every record of the job in the pgsync schema on the target (its
+progress, tables, schema archive, last comparison, large objects copied).
 The target tables and their rows are kept. It is safe to run twice, and it
 refuses while pgsync run holds the slot.
 

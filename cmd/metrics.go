@@ -10,6 +10,7 @@ import (
 
 	"github.com/pgsync/pgsync/config"
 	"github.com/pgsync/pgsync/job"
+	"github.com/pgsync/pgsync/ledger"
 	"github.com/pgsync/pgsync/pgconnect"
 	"github.com/pgsync/pgsync/position"
 	"github.com/pgsync/pgsync/replication"
@@ -80,7 +81,7 @@ func (c *verifyCollector) Describe(ch chan<- *prometheus.Desc) {
 func (c *verifyCollector) Collect(ch chan<- prometheus.Metric) {
 	var v *job.Verification
 	ok := c.conn.with(func(ctx context.Context, conn *pgx.Conn) (err error) {
-		v, err = job.LastVerification(ctx, conn, c.job)
+		v, err = ledger.LastVerification(ctx, conn, c.job)
 		return err
 	})
 	if !ok || v == nil {

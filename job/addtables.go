@@ -9,8 +9,8 @@ import (
 
 	"github.com/jackc/pglogrepl"
 
-	"github.com/pgsync/pgsync/apply"
 	"github.com/pgsync/pgsync/catalog"
+	"github.com/pgsync/pgsync/ledger"
 	"github.com/pgsync/pgsync/pgconnect"
 	"github.com/pgsync/pgsync/replication"
 	"github.com/pgsync/pgsync/snapshot"
@@ -41,11 +41,11 @@ type AddTablesReport struct {
 // rows.
 func (j *Job) AddTables(ctx context.Context, force bool) (*AddTablesReport, error) {
 	began := time.Now()
-	prog, err := apply.ReadProgress(ctx, j.tgt, j.opts.Job)
+	prog, err := ledger.ReadProgress(ctx, j.tgt, j.opts.Job)
 	if err != nil {
 		return nil, err
 	}
-	if prog.State != apply.StateReady {
+	if prog.State != ledger.JobReady {
 		return nil, fmt.Errorf("job %s (state %s): %w", j.opts.Job, prog.State, ErrNotBootstrapped)
 	}
 	slot, err := replication.Status(ctx, j.src, j.opts.Names)
@@ -67,7 +67,7 @@ func (j *Job) AddTables(ctx context.Context, force bool) (*AddTablesReport, erro
 	if err != nil {
 		return nil, err
 	}
-	recorded, err := apply.ReadAddedTables(ctx, j.tgt, j.opts.Job)
+	recorded, err := ledger.ReadTables(ctx, j.tgt, j.opts.Job)
 	if err != nil {
 		return nil, err
 	}
@@ -83,21 +83,21 @@ func (j *Job) AddTables(ctx context.Context, force bool) (*AddTablesReport, erro
 		switch {
 		case !isPublished[t.String()]:
 			fresh, unpublished = append(fresh, t), append(unpublished, t)
-			owned[t.String()] = state == apply.TableCopying || state == apply.TableReady
-		case apply.Waits(state):
+			owned[t.String()] = state == ledger.TableCopying || state == ledger.TableReady
+		case state.Waits():
 			fresh = append(fresh, t)
-			owned[t.String()] = state == apply.TableCopying
+			owned[t.String()] = state == ledger.TableCopying
 		}
 	}
 	var abandoned []catalog.Table
 	for name, t := range recorded {
-		if apply.Waits(t.State) && !isMatched[name] {
+		if t.State.Waits() && !isMatched[name] {
 			abandoned = append(abandoned, catalog.Table{Schema: t.Schema, Name: t.Name})
 		}
 	}
 	for _, p := range published {
 		name := p[0] + "." + p[1]
-		if !isMatched[name] && !apply.Waits(recorded[name].State) {
+		if !isMatched[name] && !recorded[name].State.Waits() {
 			rep.Unmatched = append(rep.Unmatched, name)
 		}
 	}
@@ -137,10 +137,10 @@ func (j *Job) AddTables(ctx context.Context, force bool) (*AddTablesReport, erro
 	// Every check passed. Recorded before the source publishes the
 	// tables: a running run pauses at a table's first change until the
 	// copy is recorded below.
-	if err := apply.EnsureProgressTable(ctx, j.tgt); err != nil {
+	if err := ledger.Ensure(ctx, j.tgt); err != nil {
 		return nil, err
 	}
-	if err := j.markTables(ctx, fresh, Accepted, 0); err != nil {
+	if err := j.markTables(ctx, fresh, ledger.Accepted, 0); err != nil {
 		return nil, err
 	}
 	created, parents, err := j.prepareTarget(ctx, tp)
@@ -171,7 +171,7 @@ func (j *Job) AddTables(ctx context.Context, force bool) (*AddTablesReport, erro
 	if err != nil {
 		return nil, err
 	}
-	if err := j.markTables(ctx, fresh, CopyStarted, 0); err != nil {
+	if err := j.markTables(ctx, fresh, ledger.CopyStarted, 0); err != nil {
 		return nil, err
 	}
 	// The tables become ready together, once their indexes are built too:
@@ -180,7 +180,7 @@ func (j *Job) AddTables(ctx context.Context, force bool) (*AddTablesReport, erro
 	if err != nil {
 		return nil, err
 	}
-	if err := j.markTables(ctx, fresh, Copied, tmp.ConsistentPoint); err != nil {
+	if err := j.markTables(ctx, fresh, ledger.Copied, tmp.ConsistentPoint); err != nil {
 		return nil, err
 	}
 	rep.Results, rep.CopiedAt, rep.Seconds = results, tmp.ConsistentPoint, time.Since(began).Seconds()
@@ -202,7 +202,7 @@ func (j *Job) removeAbandoned(ctx context.Context, tables []catalog.Table, isPub
 			return err
 		}
 	}
-	if err := j.markTables(ctx, tables, Abandoned, 0); err != nil {
+	if err := j.markTables(ctx, tables, ledger.Abandoned, 0); err != nil {
 		return err
 	}
 	for _, t := range tables {

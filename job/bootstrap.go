@@ -12,9 +12,9 @@ import (
 
 	"github.com/jackc/pglogrepl"
 
-	"github.com/pgsync/pgsync/apply"
 	"github.com/pgsync/pgsync/catalog"
 	"github.com/pgsync/pgsync/largeobject"
+	"github.com/pgsync/pgsync/ledger"
 	"github.com/pgsync/pgsync/pgconnect"
 	"github.com/pgsync/pgsync/replication"
 	"github.com/pgsync/pgsync/snapshot"
@@ -48,15 +48,15 @@ type BootstrapReport struct {
 // readRecorded reads what the target and the source hold of the job.
 func (j *Job) readRecorded(ctx context.Context) (Recorded, error) {
 	var rec Recorded
-	prog, err := apply.ReadProgress(ctx, j.tgt, j.opts.Job)
+	prog, err := ledger.ReadProgress(ctx, j.tgt, j.opts.Job)
 	switch {
-	case errors.Is(err, apply.ErrNoProgress):
+	case errors.Is(err, ledger.ErrNoProgress):
 	case err != nil:
 		return rec, err
 	default:
 		rec.State, rec.LSN = prog.State, prog.LSN
 	}
-	if rec.Tables, err = apply.ReadAddedTables(ctx, j.tgt, j.opts.Job); err != nil {
+	if rec.Tables, err = ledger.ReadTables(ctx, j.tgt, j.opts.Job); err != nil {
 		return rec, err
 	}
 	rec.Slot, rec.Publication, err = replication.Exists(ctx, j.src, j.opts.Names)
@@ -99,25 +99,25 @@ func (j *Job) Bootstrap(ctx context.Context, force bool, progress *snapshot.Prog
 	// Every check passed: from here on each step records what it did.
 	j.log.Info("bootstrap", "job", j.opts.Job, "mode", plan.Mode.String(), "previous_state", rec.State,
 		"tables_to_copy", len(toCopy), "tables_kept", len(rep.Kept), "force", force)
-	if err := apply.EnsureProgressTable(ctx, j.tgt); err != nil {
+	if err := ledger.Ensure(ctx, j.tgt); err != nil {
 		return nil, err
 	}
 	if plan.Mode != Resume {
 		if err := replication.Drop(ctx, j.src, j.opts.Names); err != nil {
 			return nil, err
 		}
-		if err := apply.DeleteProgress(ctx, j.tgt, j.opts.Job); err != nil {
+		if err := ledger.DeleteProgress(ctx, j.tgt, j.opts.Job); err != nil {
 			return nil, err
 		}
 		// An earlier bootstrap's schema record is not this one's.
-		if err := deleteSchemaRecords(ctx, j.tgt, j.opts.Job); err != nil {
+		if err := ledger.DeleteSchema(ctx, j.tgt, j.opts.Job); err != nil {
 			return nil, err
 		}
-		if err := apply.WriteProgress(ctx, j.tgt, apply.Progress{Job: j.opts.Job, State: apply.StateCopying}); err != nil {
+		if _, err := ledger.MoveJob(ctx, j.tgt, j.opts.Job, ledger.JobNone, ledger.BootstrapStarted, force, 0); err != nil {
 			return nil, err
 		}
 	}
-	if err := j.markTables(ctx, toCopy, Accepted, 0); err != nil {
+	if err := j.markTables(ctx, toCopy, ledger.Accepted, 0); err != nil {
 		return nil, err
 	}
 	var created, parents []*catalog.Table
@@ -188,12 +188,12 @@ func (j *Job) Bootstrap(ctx context.Context, force bool, progress *snapshot.Prog
 	}
 	if plan.Mode != Resume {
 		rep.StreamFrom = slot.ConsistentPoint
-		if err := apply.WriteProgress(ctx, j.tgt, apply.Progress{Job: j.opts.Job, State: apply.StateCopying, LSN: slot.ConsistentPoint}); err != nil {
+		if _, err := ledger.MoveJob(ctx, j.tgt, j.opts.Job, ledger.JobCopying, ledger.BootstrapStarted, force, slot.ConsistentPoint); err != nil {
 			return nil, err
 		}
 	}
 	if len(toCopy) > 0 {
-		if err := j.markTables(ctx, toCopy, CopyStarted, 0); err != nil {
+		if err := j.markTables(ctx, toCopy, ledger.CopyStarted, 0); err != nil {
 			return nil, err
 		}
 		// Each table is recorded as it commits, so that a rerun after an
@@ -209,7 +209,7 @@ func (j *Job) Bootstrap(ctx context.Context, force bool, progress *snapshot.Prog
 		copied := func(r snapshot.TableResult) error {
 			mu.Lock()
 			defer mu.Unlock()
-			if err := apply.MarkTables(ctx, j.tgt, j.opts.Job, [][2]string{byName[r.Table]}, apply.TableReady, slot.ConsistentPoint); err != nil {
+			if err := ledger.MarkTables(ctx, j.tgt, j.opts.Job, [][2]string{byName[r.Table]}, ledger.TableReady, slot.ConsistentPoint); err != nil {
 				return err
 			}
 			keys.add(r.Table)
@@ -282,7 +282,7 @@ func (j *Job) Bootstrap(ctx context.Context, force bool, progress *snapshot.Prog
 			j.log.Warn("materialized view not refreshed: it stays empty until REFRESH MATERIALIZED VIEW", "err", err)
 		}
 	}
-	if err := apply.WriteProgress(ctx, j.tgt, apply.Progress{Job: j.opts.Job, State: apply.StateReady, LSN: rep.StreamFrom}); err != nil {
+	if _, err := ledger.MoveJob(ctx, j.tgt, j.opts.Job, ledger.JobCopying, ledger.BootstrapDone, force, rep.StreamFrom); err != nil {
 		return nil, err
 	}
 	rep.Seconds = time.Since(began).Seconds()
@@ -478,24 +478,24 @@ func (j *Job) copyLargeObjects(ctx context.Context, snapshotName string, importe
 
 // markTables moves tables through ev (NextTableState) and records their
 // new state, with the copy position copied.
-func (j *Job) markTables(ctx context.Context, tables []catalog.Table, ev TableEvent, copied pglogrepl.LSN) error {
+func (j *Job) markTables(ctx context.Context, tables []catalog.Table, ev ledger.TableEvent, copied pglogrepl.LSN) error {
 	if len(tables) == 0 {
 		return nil
 	}
-	rec, err := apply.ReadAddedTables(ctx, j.tgt, j.opts.Job)
+	rec, err := ledger.ReadTables(ctx, j.tgt, j.opts.Job)
 	if err != nil {
 		return err
 	}
-	byState := map[string][][2]string{}
+	byState := map[ledger.TableState][][2]string{}
 	for _, t := range tables {
-		to, err := NextTableState(rec[t.String()].State, ev)
+		to, err := ledger.NextTableState(rec[t.String()].State, ev)
 		if err != nil {
 			return fmt.Errorf("table %s: %w", t.String(), err)
 		}
 		byState[to] = append(byState[to], [2]string{t.Schema, t.Name})
 	}
 	for state, pairs := range byState {
-		if err := apply.MarkTables(ctx, j.tgt, j.opts.Job, pairs, state, copied); err != nil {
+		if err := ledger.MarkTables(ctx, j.tgt, j.opts.Job, pairs, state, copied); err != nil {
 			return err
 		}
 	}

@@ -11,9 +11,9 @@ import (
 	"github.com/jackc/pglogrepl"
 	"github.com/jackc/pgx/v5"
 
-	"github.com/pgsync/pgsync/apply"
 	"github.com/pgsync/pgsync/catalog"
 	"github.com/pgsync/pgsync/largeobject"
+	"github.com/pgsync/pgsync/ledger"
 	"github.com/pgsync/pgsync/pgconnect"
 	"github.com/pgsync/pgsync/replication"
 	"github.com/pgsync/pgsync/sequences"
@@ -281,11 +281,11 @@ func (j *Job) appliedAndHead(ctx context.Context) (applied, head pglogrepl.LSN, 
 	if !slot.Exists {
 		return 0, 0, fmt.Errorf("job %s: %w", j.opts.Job, replication.ErrSlotMissing)
 	}
-	prog, err := apply.ReadProgress(ctx, j.tgt, j.opts.Job)
+	prog, err := ledger.ReadProgress(ctx, j.tgt, j.opts.Job)
 	if err != nil {
 		return 0, 0, err
 	}
-	if prog.State != apply.StateReady {
+	if prog.State != ledger.JobReady {
 		return 0, 0, fmt.Errorf("job %s (state %s): %w", j.opts.Job, prog.State, ErrNotBootstrapped)
 	}
 	return max(prog.LSN, slot.ConfirmedFlushLSN), slot.CurrentWALLSN, nil

@@ -14,9 +14,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/pgsync/pgsync/apply"
 	"github.com/pgsync/pgsync/catalog"
-	"github.com/pgsync/pgsync/largeobject"
+	"github.com/pgsync/pgsync/ledger"
 	"github.com/pgsync/pgsync/replication"
 	"github.com/pgsync/pgsync/snapshot"
 )
@@ -88,19 +87,13 @@ func (j *Job) Tables(ctx context.Context) ([]catalog.Table, error) {
 }
 
 // Teardown ends the job: it drops the slot and the publication on the
-// source and the job's rows of pgsync.progress and pgsync.tables on the
-// target. The target tables and their rows stay.
+// source and every record of the job on the target (ledger.DeleteJob).
+// The target tables and their rows stay.
 func (j *Job) Teardown(ctx context.Context) error {
 	if err := replication.Drop(ctx, j.src, j.opts.Names); err != nil {
 		return err
 	}
-	if err := apply.DeleteProgress(ctx, j.tgt, j.opts.Job); err != nil {
-		return err
-	}
-	if err := deleteSchemaRecords(ctx, j.tgt, j.opts.Job); err != nil {
-		return err
-	}
-	return largeobject.DeleteRecord(ctx, j.tgt, j.opts.Job)
+	return ledger.DeleteJob(ctx, j.tgt, j.opts.Job)
 }
 
 // SelectTables keeps the tables named (schema.name); a name that is not a

@@ -14,9 +14,9 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/pgsync/pgsync/catalog"
+	"github.com/pgsync/pgsync/ledger"
 )
 
 // When the target has none of the job's tables, bootstrap takes the schema
@@ -521,66 +521,15 @@ func restoreError(stderr string) string {
 	return OneLine(strings.Join(keep, "\n"))
 }
 
-// schemaTables are where a bootstrap records the archive and its
-// post-data objects, so that a rerun after an interruption builds those
-// not built yet.
-var schemaTables = []string{`CREATE TABLE IF NOT EXISTS pgsync.schema_archive (
-    job     text PRIMARY KEY,
-    archive bytea NOT NULL
-)`, `CREATE TABLE IF NOT EXISTS pgsync.schema_objects (
-    job         text NOT NULL,
-    seq         int NOT NULL,
-    phase       int NOT NULL,
-    entry       text NOT NULL,
-    kind        text NOT NULL,
-    tbl         text NOT NULL,
-    name        text NOT NULL,
-    primary_key boolean NOT NULL,
-    done        boolean NOT NULL DEFAULT false,
-    PRIMARY KEY (job, seq)
-)`}
-
 // recordSchema records the archive and its post-data objects on the
 // target, in place of any an earlier bootstrap of the job recorded.
 func (j *Job) recordSchema(ctx context.Context, d *dumpScope) error {
-	err := pgx.BeginFunc(ctx, j.tgt, func(tx pgx.Tx) error {
-		for _, ddl := range schemaTables {
-			if _, err := tx.Exec(ctx, ddl); err != nil {
-				return err
-			}
-		}
-		if err := deleteSchemaRecords(ctx, tx, j.opts.Job); err != nil {
-			return err
-		}
-		if _, err := tx.Exec(ctx, `INSERT INTO pgsync.schema_archive VALUES ($1, $2)`, j.opts.Job, d.archive); err != nil {
-			return err
-		}
-		for i, o := range d.postData {
-			if _, err := tx.Exec(ctx, `INSERT INTO pgsync.schema_objects VALUES ($1, $2, $3, $4, $5, $6, $7, $8, false)`,
-				j.opts.Job, i+1, o.Phase, o.listLine(), o.Desc, o.Table, o.Name, o.PrimaryKey); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		return fmt.Errorf("record pg_dump's archive on the target: %w", err)
+	objects := make([]ledger.SchemaObject, len(d.postData))
+	for i, o := range d.postData {
+		objects[i] = ledger.SchemaObject{Seq: i + 1, Phase: o.Phase, Entry: o.listLine(), Kind: o.Desc,
+			Table: o.Table, Name: o.Name, PrimaryKey: o.PrimaryKey}
 	}
-	return nil
-}
-
-// deleteSchemaRecords deletes what a bootstrap of job recorded of its
-// schema, where the tables exist.
-func deleteSchemaRecords(ctx context.Context, q interface {
-	Exec(context.Context, string, ...any) (pgconn.CommandTag, error)
-}, job string) error {
-	for _, t := range []string{"pgsync.schema_archive", "pgsync.schema_objects"} {
-		if _, err := q.Exec(ctx, `DO $$ BEGIN IF to_regclass('`+t+`') IS NOT NULL THEN
-  DELETE FROM `+t+` WHERE job = `+catalog.QuoteLiteral(job)+`; END IF; END $$`); err != nil {
-			return fmt.Errorf("delete the records of job %s from %s: %w", job, t, err)
-		}
-	}
-	return nil
+	return ledger.RecordSchema(ctx, j.tgt, j.opts.Job, d.archive, objects)
 }
 
 // restorePreData creates the source's extensions at their versions where

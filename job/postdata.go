@@ -5,7 +5,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -17,6 +16,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/pgsync/pgsync/ledger"
 	"github.com/pgsync/pgsync/pgconnect"
 )
 
@@ -43,18 +43,9 @@ type schemaBuilder struct {
 // openSchemaBuilder writes the job's recorded archive to a file; nil when
 // the job has no post-data objects left to build.
 func (j *Job) openSchemaBuilder(ctx context.Context) (*schemaBuilder, error) {
-	var pending bool
-	if err := j.tgt.QueryRow(ctx, `SELECT to_regclass('pgsync.schema_objects') IS NOT NULL`).Scan(&pending); err != nil || !pending {
+	archive, err := ledger.PendingArchive(ctx, j.tgt, j.opts.Job)
+	if err != nil || archive == nil {
 		return nil, err
-	}
-	var archive []byte
-	err := j.tgt.QueryRow(ctx, `SELECT a.archive FROM pgsync.schema_archive a
-WHERE a.job = $1 AND EXISTS (SELECT 1 FROM pgsync.schema_objects o WHERE o.job = $1 AND NOT o.done)`, j.opts.Job).Scan(&archive)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("read pgsync.schema_archive: %w", err)
 	}
 	file, cleanup, err := writeArchive(archive)
 	if err != nil {
@@ -129,28 +120,17 @@ func (o pendingObject) String() string { return o.entry.String() }
 // pending reads the objects not built yet; table, when set, keeps the
 // first phase's objects of that table only.
 func (b *schemaBuilder) pending(ctx context.Context, table string) ([]pendingObject, error) {
-	rows, err := b.conn.Query(ctx, `SELECT seq, phase, entry, tbl, name, primary_key FROM pgsync.schema_objects
-WHERE job = $1 AND NOT done AND ($2 = '' OR (phase = 0 AND tbl = $2)) ORDER BY phase, seq`, b.j.opts.Job, table)
+	recorded, err := ledger.PendingObjects(ctx, b.conn, b.j.opts.Job, table)
 	if err != nil {
-		return nil, fmt.Errorf("read pgsync.schema_objects: %w", err)
+		return nil, err
 	}
-	var out []pendingObject
-	for rows.Next() {
-		var o pendingObject
-		var line string
-		if err := rows.Scan(&o.seq, &o.phase, &line, &o.table, &o.name, &o.primaryKey); err != nil {
-			rows.Close()
-			return nil, err
+	out := make([]pendingObject, len(recorded))
+	for i, r := range recorded {
+		o := pendingObject{seq: r.Seq, phase: r.Phase, table: r.Table, name: r.Name, primaryKey: r.PrimaryKey}
+		if o.entry, err = parseTOCLine(r.Entry); err != nil {
+			return nil, fmt.Errorf("pgsync.schema_objects row %d: %w", r.Seq, err)
 		}
-		if o.entry, err = parseTOCLine(line); err != nil {
-			rows.Close()
-			return nil, fmt.Errorf("pgsync.schema_objects row %d: %w", o.seq, err)
-		}
-		out = append(out, o)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("read pgsync.schema_objects: %w", err)
+		out[i] = o
 	}
 	return out, nil
 }
@@ -175,8 +155,8 @@ func (b *schemaBuilder) build(ctx context.Context, conn *pgx.Conn, o pendingObje
 	if err != nil {
 		return err
 	}
-	if _, err := conn.Exec(ctx, `UPDATE pgsync.schema_objects SET done = true WHERE job = $1 AND seq = $2`, b.j.opts.Job, o.seq); err != nil {
-		return fmt.Errorf("record %s as built: %w", o, err)
+	if err := ledger.MarkBuilt(ctx, conn, b.j.opts.Job, o.seq); err != nil {
+		return fmt.Errorf("%s: %w", o, err)
 	}
 	return nil
 }
@@ -240,11 +220,9 @@ func (b *schemaBuilder) close() { b.cleanup() }
 // counts returns how many of the job's recorded objects are built, and
 // those that are not: the same on every run of the same schema.
 func (j *Job) schemaCounts(ctx context.Context) (built int, failed []string, err error) {
-	var lines []string
-	err = j.tgt.QueryRow(ctx, `SELECT count(*) FILTER (WHERE done), coalesce(array_agg(entry ORDER BY seq) FILTER (WHERE NOT done), '{}')
-FROM pgsync.schema_objects WHERE job = $1`, j.opts.Job).Scan(&built, &lines)
+	built, lines, err := ledger.SchemaCounts(ctx, j.tgt, j.opts.Job)
 	if err != nil {
-		return 0, nil, fmt.Errorf("count pgsync.schema_objects: %w", err)
+		return 0, nil, err
 	}
 	for _, l := range lines {
 		if e, perr := parseTOCLine(l); perr == nil {

@@ -10,9 +10,9 @@ import (
 	"github.com/dustin/go-humanize"
 	"github.com/jackc/pgx/v5"
 
-	"github.com/pgsync/pgsync/apply"
 	"github.com/pgsync/pgsync/catalog"
 	"github.com/pgsync/pgsync/largeobject"
+	"github.com/pgsync/pgsync/ledger"
 	"github.com/pgsync/pgsync/pgconnect"
 	"github.com/pgsync/pgsync/replication"
 )
@@ -237,7 +237,7 @@ func checkTarget(ctx context.Context, c *Checks, opts Options, src, tgt *pgx.Con
 	} else {
 		c.add("session_replication_role", CheckOK, "the target session can set replica", "")
 	}
-	if prog, err := apply.ReadProgress(ctx, tgt, opts.Job); err == nil {
+	if prog, err := ledger.ReadProgress(ctx, tgt, opts.Job); err == nil {
 		c.add("job", CheckWarn, fmt.Sprintf("job %s already has progress on the target (state %s)", opts.Job, prog.State),
 			"pgsync run continues it; bootstrap --force starts it over")
 	}

@@ -6,66 +6,12 @@ import (
 
 	"github.com/jackc/pglogrepl"
 
-	"github.com/pgsync/pgsync/apply"
+	"github.com/pgsync/pgsync/ledger"
 )
 
-// The job's states are its row of pgsync.progress (none, copying, ready);
-// each table's are its row of pgsync.tables (none, pending, copying, ready,
-// removed). apply owns both tables and names the states; this file holds
-// the only rules that move between them. A state is recorded only after
-// the step that makes it true succeeded, and never by a step that refused.
-
-// Job states: apply.StateCopying, apply.StateReady, or StateNone.
-const StateNone = ""
-
-// TableEvent is what happens to one table of the job.
-type TableEvent string
-
-// Table events.
-const (
-	// Accepted: the table's checks passed and its copy is about to be
-	// prepared. Recorded before the source publishes the table, so that a
-	// running run pauses at its first change.
-	Accepted TableEvent = "accepted"
-	// CopyStarted: pgsync starts writing into the target table.
-	CopyStarted TableEvent = "copy started"
-	// Copied: the table's copy is committed on the target.
-	Copied TableEvent = "copied"
-	// Abandoned: job.tables no longer names a table whose copy never
-	// finished.
-	Abandoned TableEvent = "abandoned"
-)
-
-// ErrTransition is a move the lifecycle does not allow; it means a bug or
-// a pgsync.tables edited by hand.
-var ErrTransition = errors.New("transition not allowed")
-
-// NextTableState returns the state a table in state from moves to on ev.
-func NextTableState(from string, ev TableEvent) (string, error) {
-	switch ev {
-	case Accepted:
-		// A table is accepted when it is new, when it was removed and is
-		// named again, when an interrupted copy starts over, or when a
-		// copied table left the publication and is added again.
-		switch from {
-		case StateNone, apply.TableRemoved, apply.TablePending, apply.TableCopying, apply.TableReady:
-			return apply.TablePending, nil
-		}
-	case CopyStarted:
-		if from == apply.TablePending {
-			return apply.TableCopying, nil
-		}
-	case Copied:
-		if from == apply.TableCopying {
-			return apply.TableReady, nil
-		}
-	case Abandoned:
-		if apply.Waits(from) {
-			return apply.TableRemoved, nil
-		}
-	}
-	return from, fmt.Errorf("table in state %q on %s: %w", from, ev, ErrTransition)
-}
+// The job's and each table's states, and the rules that move between them,
+// are the ledger's (ledger/states.go); this file holds the decision a
+// bootstrap takes from what the ledger records.
 
 // Sentinel errors of the lifecycle; cmd words the remedy from them.
 var (
@@ -90,10 +36,10 @@ var (
 // Recorded is what the target records of a job: its pgsync.progress row
 // and its pgsync.tables rows, with what the source holds of it.
 type Recorded struct {
-	State string        // StateNone, apply.StateCopying or apply.StateReady
+	State ledger.JobState
 	LSN   pglogrepl.LSN // the job slot's consistent point once it exists
 	// Tables are the job's rows of pgsync.tables by "schema.name".
-	Tables      map[string]apply.AddedTable
+	Tables      map[string]ledger.Table
 	Slot        bool // the source has the job's slot
 	Publication bool // the source has the job's publication
 }
@@ -140,17 +86,17 @@ func PlanBootstrap(rec Recorded, force bool) (BootstrapPlan, error) {
 		return p, nil
 	}
 	switch rec.State {
-	case StateNone:
+	case ledger.JobNone:
 		if rec.Slot || rec.Publication {
 			return p, ErrForeignSlot
 		}
 		p.Mode = Fresh
 		return p, nil
-	case apply.StateReady:
+	case ledger.JobReady:
 		return p, ErrAlreadyBootstrapped
-	case apply.StateCopying:
+	case ledger.JobCopying:
 	default:
-		return p, fmt.Errorf("job in state %q: %w", rec.State, ErrTransition)
+		return p, fmt.Errorf("job in state %q: %w", rec.State, ledger.ErrTransition)
 	}
 	resume := rec.LSN != 0 && rec.Slot && rec.Publication
 	p.Mode = Restart
@@ -159,9 +105,9 @@ func PlanBootstrap(rec Recorded, force bool) (BootstrapPlan, error) {
 	}
 	for name, t := range rec.Tables {
 		switch {
-		case t.State == apply.TableReady && resume:
+		case t.State == ledger.TableReady && resume:
 			p.Keep[name] = t.CopiedLSN
-		case t.State == apply.TableReady, t.State == apply.TableCopying:
+		case t.State.Owned():
 			p.Owned[name] = true
 		}
 	}

@@ -8,8 +8,8 @@ import (
 
 	"github.com/dustin/go-humanize"
 
-	"github.com/pgsync/pgsync/apply"
 	"github.com/pgsync/pgsync/catalog"
+	"github.com/pgsync/pgsync/ledger"
 	"github.com/pgsync/pgsync/replication"
 )
 
@@ -77,13 +77,13 @@ func (j *Job) Status(ctx context.Context) (*Status, error) {
 			st.Warnings = append(st.Warnings, w)
 		}
 	}
-	prog, err := apply.ReadProgress(ctx, j.tgt, j.opts.Job)
+	prog, err := ledger.ReadProgress(ctx, j.tgt, j.opts.Job)
 	switch {
-	case errors.Is(err, apply.ErrNoProgress):
+	case errors.Is(err, ledger.ErrNoProgress):
 	case err != nil:
 		return nil, err
 	default:
-		st.State = prog.State
+		st.State = prog.State.String()
 		st.AppliedLSN = prog.LSN.String()
 		// The slot may be ahead of the progress row when it skipped
 		// WAL without changes for the job: lag is what the source
@@ -99,12 +99,12 @@ func (j *Job) Status(ctx context.Context) (*Status, error) {
 			st.LagSeconds = &secs
 		}
 	}
-	added, err := apply.ReadAddedTables(ctx, j.tgt, j.opts.Job)
+	added, err := ledger.ReadTables(ctx, j.tgt, j.opts.Job)
 	if err != nil {
 		return nil, err
 	}
 	for name, t := range added {
-		if apply.Waits(t.State) {
+		if t.State.Waits() {
 			st.TablesBeingAdded = append(st.TablesBeingAdded, name)
 		}
 	}

@@ -2,63 +2,24 @@ package job
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
-	"fmt"
 	"time"
 
-	"github.com/jackc/pglogrepl"
-	"github.com/jackc/pgx/v5"
-
-	"github.com/pgsync/pgsync/apply"
+	"github.com/pgsync/pgsync/ledger"
 )
 
-// Verification is the record of one comparison of the two sides: verify,
-// verify --rows, or cutover's.
-type Verification struct {
-	At time.Time `json:"at"`
-	// Kind is "verify", "verify --rows" or "cutover".
-	Kind string `json:"kind"`
-	// LSN is the source position the target held when it was compared:
-	// cutover's position, or for verify the position the target had
-	// applied (verify reads both sides as they are).
-	LSN       pglogrepl.LSN `json:"lsn"`
-	Identical bool          `json:"identical"`
-	// Found says what differed, in one line ("" when nothing did).
-	Found string `json:"found,omitempty"`
-}
-
-// MarshalJSON writes the position as PostgreSQL writes it ("0/16B3748"),
-// as status's other positions are.
-func (v Verification) MarshalJSON() ([]byte, error) {
-	type plain Verification
-	return json.Marshal(struct {
-		plain
-		LSN string `json:"lsn"`
-	}{plain(v), v.LSN.String()})
-}
-
-const verificationsDDL = `CREATE TABLE IF NOT EXISTS pgsync.verifications (
-    job       text PRIMARY KEY,
-    at        timestamptz NOT NULL,
-    kind      text NOT NULL,
-    lsn       pg_lsn NOT NULL,
-    identical boolean NOT NULL,
-    found     text NOT NULL
-)`
+// Verification is the record of one comparison of the two sides (the
+// ledger's pgsync.verifications).
+type Verification = ledger.Verification
 
 // RecordVerification records v as the job's last comparison, at lsn when
 // given, else at the position the target has applied. A target without
 // pgsync's schema (a job never bootstrapped) records nothing.
 func (j *Job) RecordVerification(ctx context.Context, v Verification) error {
-	var hasSchema bool
-	if err := j.tgt.QueryRow(ctx, "SELECT to_regnamespace('pgsync') IS NOT NULL").Scan(&hasSchema); err != nil || !hasSchema {
-		return err
-	}
 	if v.LSN == 0 {
-		prog, err := apply.ReadProgress(ctx, j.tgt, j.opts.Job)
+		prog, err := ledger.ReadProgress(ctx, j.tgt, j.opts.Job)
 		switch {
-		case errors.Is(err, apply.ErrNoProgress):
+		case errors.Is(err, ledger.ErrNoProgress):
 		case err != nil:
 			return err
 		default:
@@ -68,41 +29,10 @@ func (j *Job) RecordVerification(ctx context.Context, v Verification) error {
 	if v.At.IsZero() {
 		v.At = time.Now().UTC()
 	}
-	err := pgx.BeginFunc(ctx, j.tgt, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, verificationsDDL); err != nil {
-			return err
-		}
-		_, err := tx.Exec(ctx, `INSERT INTO pgsync.verifications VALUES ($1, $2, $3, $4::pg_lsn, $5, $6)
-ON CONFLICT (job) DO UPDATE SET at = excluded.at, kind = excluded.kind, lsn = excluded.lsn, identical = excluded.identical, found = excluded.found`,
-			j.opts.Job, v.At, v.Kind, v.LSN.String(), v.Identical, v.Found)
-		return err
-	})
-	if err != nil {
-		return fmt.Errorf("record the comparison in pgsync.verifications: %w", err)
-	}
-	return nil
+	return ledger.RecordVerification(ctx, j.tgt, j.opts.Job, v)
 }
 
 // lastVerification reads the job's last comparison; nil when none.
 func (j *Job) lastVerification(ctx context.Context) (*Verification, error) {
-	return LastVerification(ctx, j.tgt, j.opts.Job)
-}
-
-// LastVerification reads job's last comparison on the target tgt; nil
-// when none was recorded.
-func LastVerification(ctx context.Context, tgt *pgx.Conn, job string) (*Verification, error) {
-	var exists bool
-	if err := tgt.QueryRow(ctx, "SELECT to_regclass('pgsync.verifications') IS NOT NULL").Scan(&exists); err != nil || !exists {
-		return nil, err
-	}
-	v := &Verification{}
-	err := tgt.QueryRow(ctx, `SELECT at, kind, lsn, identical, found FROM pgsync.verifications WHERE job = $1`, job).
-		Scan(&v.At, &v.Kind, &v.LSN, &v.Identical, &v.Found)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("read pgsync.verifications: %w", err)
-	}
-	return v, nil
+	return ledger.LastVerification(ctx, j.tgt, j.opts.Job)
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/pgsync/pgsync/catalog"
+	"github.com/pgsync/pgsync/ledger"
 )
 
 // ChunkBytes is how much of an object one lo_get or lo_put moves.
@@ -124,32 +125,6 @@ GROUP BY s.size`, oid, int64(ChunkBytes)).Scan(&h.Bytes, &chunks)
 	return h, nil
 }
 
-// recordDDL is where the target records the large objects pgsync copied
-// for a job: cutover removes those the source no longer has, and no other.
-const recordDDL = `CREATE TABLE IF NOT EXISTS pgsync.large_objects (
-    job text NOT NULL,
-    oid oid NOT NULL,
-    PRIMARY KEY (job, oid)
-)`
-
-// EnsureRecord creates pgsync.large_objects (the pgsync schema exists).
-func EnsureRecord(ctx context.Context, dst Querier) error {
-	if _, err := dst.Exec(ctx, recordDDL); err != nil {
-		return fmt.Errorf("create pgsync.large_objects: %w", err)
-	}
-	return nil
-}
-
-// DeleteRecord forgets what job copied, where it was recorded.
-func DeleteRecord(ctx context.Context, dst Querier, job string) error {
-	_, err := dst.Exec(ctx, `DO $$ BEGIN IF to_regclass('pgsync.large_objects') IS NOT NULL THEN
-  DELETE FROM pgsync.large_objects WHERE job = `+catalog.QuoteLiteral(job)+`; END IF; END $$`)
-	if err != nil {
-		return fmt.Errorf("delete pgsync.large_objects of job %s: %w", job, err)
-	}
-	return nil
-}
-
 // Copy writes object o from src to dst in one dst transaction, which also
 // records it as job's (pgsync.large_objects): created with its OID
 // (replacing one dst has), its content chunk by chunk, its owner and its
@@ -157,7 +132,7 @@ func DeleteRecord(ctx context.Context, dst Querier, job string) error {
 func Copy(ctx context.Context, src Querier, dst *pgx.Conn, o Object, job string) (int64, error) {
 	var copied int64
 	err := pgx.BeginFunc(ctx, dst, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, `INSERT INTO pgsync.large_objects VALUES ($1, $2) ON CONFLICT DO NOTHING`, job, o.OID); err != nil {
+		if err := ledger.RecordLargeObject(ctx, tx, job, o.OID); err != nil {
 			return err
 		}
 		if _, err := tx.Exec(ctx, `SELECT pg_catalog.lo_unlink($1) FROM pg_largeobject_metadata WHERE oid = $1`, o.OID); err != nil {
@@ -279,18 +254,19 @@ func Sync(ctx context.Context, src Querier, dst *pgx.Conn, job string) (found Co
 	for _, o := range srcObjs {
 		byOID[o.OID] = o
 	}
-	if err := EnsureRecord(ctx, dst); err != nil {
+	if err := ledger.EnsureLargeObjects(ctx, dst); err != nil {
 		return found, 0, 0, err
 	}
 	for _, d := range found.Differ {
 		switch d.Kind {
 		case "only on the target":
-			tag, err := dst.Exec(ctx, `WITH gone AS (DELETE FROM pgsync.large_objects WHERE job = $1 AND oid = $2 RETURNING oid)
-SELECT pg_catalog.lo_unlink(oid) FROM gone`, job, d.OID)
+			gone, err := ledger.RemoveLargeObject(ctx, dst, job, d.OID)
 			if err != nil {
-				return found, copied, removed, fmt.Errorf("remove large object %d, which the source no longer has: %w", d.OID, err)
+				return found, copied, removed, fmt.Errorf("the source no longer has it: %w", err)
 			}
-			removed += int(tag.RowsAffected())
+			if gone {
+				removed++
+			}
 		default:
 			if _, err := Copy(ctx, src, dst, byOID[d.OID], job); err != nil {
 				return found, copied, removed, err

@@ -1,0 +1,83 @@
+package ledger
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pglogrepl"
+	"github.com/jackc/pgx/v5"
+)
+
+// Progress is the job's row of pgsync.progress.
+type Progress struct {
+	Job   string
+	State JobState
+	LSN   pglogrepl.LSN
+	// SourceCommitTime is the source commit time of the last transaction
+	// applied (nil before the first), for lag in seconds.
+	SourceCommitTime *time.Time
+}
+
+// ErrNoProgress is returned by ReadProgress when the job has no row.
+var ErrNoProgress = errors.New("no progress row")
+
+// ProgressSQL moves the job's durable position ($2, an LSN in text) and
+// the source commit time of its last transaction ($3) inside the target
+// transaction that applied up to it ($1 is the job). The applier sends it
+// in its pipeline, before the COMMIT it belongs with.
+const ProgressSQL = "UPDATE pgsync.progress SET lsn = $2::pg_lsn, source_commit_time = $3::timestamptz, updated_at = now() WHERE job = $1"
+
+// ReadProgress returns the job's progress row, or ErrNoProgress.
+func ReadProgress(ctx context.Context, conn Querier, job string) (Progress, error) {
+	p := Progress{Job: job}
+	// Through to_jsonb, so that a table an earlier release made, without
+	// source_commit_time, reads too (status does not alter it).
+	err := conn.QueryRow(ctx, `SELECT state, lsn, (to_jsonb(p) ->> 'source_commit_time')::timestamptz
+FROM pgsync.progress p WHERE job = $1`, job).Scan(&p.State, &p.LSN, &p.SourceCommitTime)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return p, ErrNoProgress
+	}
+	if err != nil {
+		if exists, qerr := hasTable(ctx, conn, "progress"); qerr == nil && !exists {
+			return p, ErrNoProgress
+		}
+		return p, fmt.Errorf("read pgsync.progress for job %s: %w", job, err)
+	}
+	return p, nil
+}
+
+// MoveJob records the state job in state from moves to on ev
+// (NextJobState), at position lsn, and returns it; a move the lifecycle
+// does not allow records nothing.
+func MoveJob(ctx context.Context, conn Execer, job string, from JobState, ev JobEvent, force bool, lsn pglogrepl.LSN) (JobState, error) {
+	to, err := NextJobState(from, ev, force)
+	if err != nil {
+		return from, fmt.Errorf("job %s: %w", job, err)
+	}
+	return to, writeProgress(ctx, conn, Progress{Job: job, State: to, LSN: lsn})
+}
+
+// writeProgress inserts or replaces the job's progress row.
+func writeProgress(ctx context.Context, conn Execer, p Progress) error {
+	_, err := conn.Exec(ctx, `
+INSERT INTO pgsync.progress (job, state, lsn) VALUES ($1, $2, $3)
+ON CONFLICT (job) DO UPDATE SET state = excluded.state, lsn = excluded.lsn, updated_at = now()`,
+		p.Job, string(p.State), p.LSN)
+	if err != nil {
+		return fmt.Errorf("write pgsync.progress for job %s at %s: %w", p.Job, p.LSN, err)
+	}
+	return nil
+}
+
+// DeleteProgress removes the job's row and its tables' rows; a missing
+// table or row is fine.
+func DeleteProgress(ctx context.Context, conn Execer, job string) error {
+	for _, t := range []string{"progress", "tables"} {
+		if err := deleteJobRows(ctx, conn, t, job); err != nil {
+			return err
+		}
+	}
+	return nil
+}

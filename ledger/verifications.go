@@ -1,0 +1,85 @@
+package ledger
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pglogrepl"
+	"github.com/jackc/pgx/v5"
+)
+
+// Verification is the record of one comparison of the two sides: verify,
+// verify --rows, or cutover's.
+type Verification struct {
+	At time.Time `json:"at"`
+	// Kind is "verify", "verify --rows" or "cutover".
+	Kind string `json:"kind"`
+	// LSN is the source position the target held when it was compared:
+	// cutover's position, or for verify the position the target had
+	// applied (verify reads both sides as they are).
+	LSN       pglogrepl.LSN `json:"lsn"`
+	Identical bool          `json:"identical"`
+	// Found says what differed, in one line ("" when nothing did).
+	Found string `json:"found,omitempty"`
+}
+
+// MarshalJSON writes the position as PostgreSQL writes it ("0/16B3748"),
+// as status's other positions are.
+func (v Verification) MarshalJSON() ([]byte, error) {
+	type plain Verification
+	return json.Marshal(struct {
+		plain
+		LSN string `json:"lsn"`
+	}{plain(v), v.LSN.String()})
+}
+
+const verificationsDDL = `CREATE TABLE IF NOT EXISTS pgsync.verifications (
+    job       text PRIMARY KEY,
+    at        timestamptz NOT NULL,
+    kind      text NOT NULL,
+    lsn       pg_lsn NOT NULL,
+    identical boolean NOT NULL,
+    found     text NOT NULL
+)`
+
+// RecordVerification records v as job's last comparison. A target without
+// pgsync's schema (a job never bootstrapped) records nothing.
+func RecordVerification(ctx context.Context, conn *pgx.Conn, job string, v Verification) error {
+	if has, err := HasSchema(ctx, conn); err != nil || !has {
+		return err
+	}
+	err := pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, verificationsDDL); err != nil {
+			return err
+		}
+		_, err := tx.Exec(ctx, `INSERT INTO pgsync.verifications VALUES ($1, $2, $3, $4, $5, $6)
+ON CONFLICT (job) DO UPDATE SET at = excluded.at, kind = excluded.kind, lsn = excluded.lsn, identical = excluded.identical, found = excluded.found`,
+			job, v.At, v.Kind, v.LSN, v.Identical, v.Found)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("record the comparison in pgsync.verifications: %w", err)
+	}
+	return nil
+}
+
+// LastVerification reads job's last comparison; nil when none was
+// recorded.
+func LastVerification(ctx context.Context, conn Querier, job string) (*Verification, error) {
+	if exists, err := hasTable(ctx, conn, "verifications"); err != nil || !exists {
+		return nil, err
+	}
+	v := &Verification{}
+	err := conn.QueryRow(ctx, `SELECT at, kind, lsn, identical, found FROM pgsync.verifications WHERE job = $1`, job).
+		Scan(&v.At, &v.Kind, &v.LSN, &v.Identical, &v.Found)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read pgsync.verifications: %w", err)
+	}
+	return v, nil
+}
