@@ -11,7 +11,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/pgsync/pgsync/job"
-	"github.com/pgsync/pgsync/verify"
 )
 
 func (a *app) cutoverCmd() *cobra.Command {
@@ -96,7 +95,7 @@ func (a *app) printCutover(rep *job.CutoverReport, asJSON bool) {
 		fmt.Fprintf(a.stdout, "source WAL:      %s, applied %s after %.1f s\n", rep.SourceLSN, rep.AppliedLSN, rep.WaitSeconds)
 	}
 	if len(rep.Tables) > 0 {
-		verify.Print(a.stdout, rep.Tables)
+		job.PrintTables(a.stdout, rep.Tables)
 	}
 	if !rep.Finished.IsZero() && !rep.Identical {
 		fmt.Fprintf(a.stdout, "finished:        %s: not done (the error below says why)\n", rep.Finished.Format(time.RFC3339))

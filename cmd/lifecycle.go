@@ -14,8 +14,6 @@ import (
 
 	"github.com/pgsync/pgsync/config"
 	"github.com/pgsync/pgsync/job"
-	"github.com/pgsync/pgsync/metrics"
-	"github.com/pgsync/pgsync/snapshot"
 )
 
 // jobOptions copies what the lifecycle needs from the configuration.
@@ -25,7 +23,7 @@ func jobOptions(cfg *config.Config) job.Options {
 		SourceURL:         cfg.SourceURL,
 		TargetURL:         cfg.TargetURL,
 		Tables:            cfg.Tables,
-		Names:             names(cfg),
+		Slot:              cfg.SlotName(),
 		MaxParallelCopies: cfg.Tuning.MaxParallelCopies,
 		BufferSizeBytes:   cfg.Tuning.BufferSizeKB << 10,
 		CopyRangeBytes:    int64(cfg.Tuning.CopyRangeMB) << 20,
@@ -36,11 +34,20 @@ func jobOptions(cfg *config.Config) job.Options {
 // withJob returns a cobra RunE that connects to both sides and calls fn
 // with the job.
 func (a *app) withJob(fn func(ctx context.Context, j *job.Job) error) func(*cobra.Command, []string) error {
-	return a.withServers(func(ctx context.Context, sv *servers) error {
-		j := job.New(jobOptions(sv.cfg), sv.src, sv.tgt, a.log)
+	return func(cmd *cobra.Command, _ []string) error {
+		ctx := cmd.Context()
+		cfg, err := a.loadConfig()
+		if err != nil {
+			return err
+		}
+		j, err := job.Open(ctx, jobOptions(cfg), a.log)
+		if err != nil {
+			return err
+		}
+		defer j.Close(ctx)
 		j.ShowCopy = a.showCopyProgress
 		return fn(ctx, j)
-	})
+	}
 }
 
 func (a *app) bootstrapCmd() *cobra.Command {
@@ -70,11 +77,9 @@ emptied of pgsync's partial copy and copied again under a new snapshot.
 Exit status: 0 bootstrapped, 1 otherwise.`,
 		Args: cobra.NoArgs,
 		RunE: a.withJob(func(ctx context.Context, j *job.Job) error {
-			progress := &snapshot.Progress{}
+			progress := &job.CopyProgress{}
 			if metricsAddr != "" {
-				reg := metrics.NewRegistry()
-				registerCopyMetrics(reg, progress)
-				if err := metrics.Serve(ctx, metricsAddr, reg, a.log); err != nil {
+				if err := job.ServeCopyMetrics(ctx, metricsAddr, progress, a.log); err != nil {
 					return err
 				}
 			}
@@ -219,11 +224,11 @@ refuses while pgsync run holds the slot.
 
 Exit status: 0 torn down (or nothing left to drop), 1 otherwise.`,
 		Args: cobra.NoArgs,
-		RunE: a.withServers(func(ctx context.Context, sv *servers) error {
-			if err := job.New(jobOptions(sv.cfg), sv.src, sv.tgt, a.log).Teardown(ctx); err != nil {
+		RunE: a.withJob(func(ctx context.Context, j *job.Job) error {
+			if err := j.Teardown(ctx); err != nil {
 				return err
 			}
-			fmt.Fprintf(a.stdout, "job %s torn down: slot and publication %s dropped, progress removed (target tables kept)\n", sv.cfg.Job, names(sv.cfg).Slot)
+			fmt.Fprintf(a.stdout, "job %s torn down: slot and publication %s dropped, progress removed (target tables kept)\n", j.Name(), j.Slot())
 			return nil
 		}),
 	}
@@ -279,7 +284,7 @@ Exit status: 0 when nothing FAILs (WARN alone is 0), 1 otherwise.`,
 
 // showCopyProgress draws a progress bar on a terminal, and otherwise logs a
 // line every 10 seconds. It returns the function that stops it.
-func (a *app) showCopyProgress(p *snapshot.Progress) func() {
+func (a *app) showCopyProgress(p *job.CopyProgress) func() {
 	done := make(chan struct{})
 	finished := make(chan struct{})
 	interactive := isTerminal(a.stderr)

@@ -11,14 +11,11 @@ import (
 	"log/slog"
 	"os"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
 	"github.com/pgsync/pgsync/config"
 	"github.com/pgsync/pgsync/job"
-	"github.com/pgsync/pgsync/pgconnect"
-	"github.com/pgsync/pgsync/replication"
 )
 
 // Exit statuses.
@@ -129,56 +126,6 @@ func (a *app) setLogFormat(format string) error {
 
 func (a *app) loadConfig() (*config.Config, error) {
 	return config.Load(a.configPath)
-}
-
-// servers are a command's configuration and its connections to both sides.
-type servers struct {
-	cfg *config.Config
-	src *pgx.Conn
-	tgt *pgx.Conn
-}
-
-func (s *servers) close(ctx context.Context) {
-	ctx = context.WithoutCancel(ctx)
-	if s.src != nil {
-		s.src.Close(ctx)
-	}
-	if s.tgt != nil {
-		s.tgt.Close(ctx)
-	}
-}
-
-// withServers returns a cobra RunE that connects to both sides, calls fn
-// and closes the connections.
-func (a *app) withServers(fn func(ctx context.Context, sv *servers) error) func(*cobra.Command, []string) error {
-	return func(cmd *cobra.Command, _ []string) error {
-		ctx := cmd.Context()
-		sv, err := a.connect(ctx)
-		defer sv.close(ctx)
-		if err != nil {
-			return err
-		}
-		return fn(ctx, sv)
-	}
-}
-
-// connect loads the configuration and connects to the source and the
-// target; the caller closes what it returns, also on error.
-func (a *app) connect(ctx context.Context) (*servers, error) {
-	s := &servers{}
-	var err error
-	if s.cfg, err = a.loadConfig(); err != nil {
-		return s, err
-	}
-	if s.src, err = pgconnect.Connect(ctx, "source", s.cfg.SourceURL); err != nil {
-		return s, err
-	}
-	s.tgt, err = pgconnect.Connect(ctx, "target", s.cfg.TargetURL)
-	return s, err
-}
-
-func names(cfg *config.Config) replication.Names {
-	return replication.Names{Job: cfg.Job, Slot: cfg.SlotName(), Publication: cfg.SlotName()}
 }
 
 func isTerminal(w io.Writer) bool {

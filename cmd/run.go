@@ -1,26 +1,18 @@
 package cmd
 
 import (
-	"context"
 	"log/slog"
 	"os"
 	"runtime"
 	"runtime/debug"
 	"runtime/pprof"
-	"sync/atomic"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/spf13/cobra"
 
-	"github.com/pgsync/pgsync/apply"
-	"github.com/pgsync/pgsync/catalog"
 	"github.com/pgsync/pgsync/config"
 	"github.com/pgsync/pgsync/job"
-	"github.com/pgsync/pgsync/metrics"
 	"github.com/pgsync/pgsync/pattern"
-	"github.com/pgsync/pgsync/pgconnect"
-	"github.com/pgsync/pgsync/replication"
 )
 
 func (a *app) runCmd() *cobra.Command {
@@ -86,49 +78,19 @@ error.`,
 			if allocProfile != "" {
 				defer writeAllocProfile(allocProfile)
 			}
-			stats := &replication.Stats{}
-			// Kept by apply, read by the progress line and the metrics.
-			prepared := &atomic.Int64{}
-			opts := replication.RunOptions{
-				StreamOptions: replication.StreamOptions{
-					Names:            names(cfg),
-					MaxInflightBytes: cfg.Tuning.MaxInflightBytes,
-					Logger:           a.log,
-					Stats:            stats,
-					ReadPauseQueued:  readPauseQueued,
-					// A source that sends nothing, not even a keepalive, is
-					// given up and reconnected to (issue 15).
-					WALReceiverTimeout: cfg.Tuning.WALReceiverTimeout,
-				},
-				SourceURL:     cfg.SourceURL,
-				UntilCaughtUp: untilCaughtUp,
-				ProgressEvery: logEvery,
-				Prepared:      prepared.Load,
-			}
-			applyOpts := apply.Options{Job: cfg.Job, Selected: a.selectedNow, MaxBatchRows: cfg.Tuning.MaxBatchRows, MaxBatchBytes: cfg.Tuning.MaxBatchBytes, Prepared: prepared, Logger: a.log,
-				AddColumns: cfg.AddColumns, SourceColumns: sourceColumns(cfg.SourceURL)}
-			if cfg.Tuning.ApplyStreamed == config.ApplyStreamedAsReceived {
-				applyOpts.Connect = func(ctx context.Context) (*pgx.Conn, error) {
-					return pgconnect.ConnectTarget(ctx, cfg.TargetURL)
-				}
-			}
-			if metricsAddr != "" {
-				reg := metrics.NewRegistry()
-				applyOpts.Metrics = metrics.NewApply(reg)
-				closeCollectors := registerRunMetrics(reg, stats, prepared.Load, cfg)
-				defer closeCollectors()
-				if err := metrics.Serve(cmd.Context(), metricsAddr, reg, a.log); err != nil {
-					return err
-				}
-			}
-			err = replication.Run(cmd.Context(), opts, func(ctx context.Context) (replication.Target, error) {
-				conn, err := pgconnect.ConnectTarget(ctx, cfg.TargetURL)
-				if err != nil {
-					return nil, err
-				}
-				return apply.New(conn, applyOpts), nil
-			})
-			return job.SlotRemedy(err)
+			return job.Run(cmd.Context(), jobOptions(cfg), job.RunOptions{
+				UntilCaughtUp:           untilCaughtUp,
+				ProgressEvery:           logEvery,
+				ReadPauseQueued:         readPauseQueued,
+				MaxInflightBytes:        cfg.Tuning.MaxInflightBytes,
+				WALReceiverTimeout:      cfg.Tuning.WALReceiverTimeout,
+				MaxBatchRows:            cfg.Tuning.MaxBatchRows,
+				MaxBatchBytes:           cfg.Tuning.MaxBatchBytes,
+				ApplyStreamedAsReceived: cfg.Tuning.ApplyStreamed == config.ApplyStreamedAsReceived,
+				AddColumns:              cfg.AddColumns,
+				Selected:                a.selectedNow,
+				MetricsAddr:             metricsAddr,
+			}, a.log)
 		},
 	}
 	c.Flags().BoolVar(&untilCaughtUp, "until-caught-up", false, "exit 0 once every transaction committed on the source before the start is applied and acknowledged")
@@ -158,20 +120,6 @@ func (a *app) selectedNow(schema, name string) bool {
 	}
 	a.log.Warn("cannot read job.tables to know whether a table being added is still in the job; waiting for it", "table", schema+"."+name, "err", err)
 	return true
-}
-
-// sourceColumns reads a source table's column definitions over a
-// connection of its own, opened for the one read: the applier asks only
-// when the source's schema changed, rarely enough not to hold one open.
-func sourceColumns(url string) func(ctx context.Context, schema, table string) ([]catalog.ColumnDef, error) {
-	return func(ctx context.Context, schema, table string) ([]catalog.ColumnDef, error) {
-		conn, err := pgconnect.Connect(ctx, "source", url)
-		if err != nil {
-			return nil, err
-		}
-		defer conn.Close(context.WithoutCancel(ctx))
-		return catalog.SourceColumns(ctx, conn, schema, table)
-	}
 }
 
 // writeAllocProfile writes the allocations since the start (pprof's

@@ -9,7 +9,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/pgsync/pgsync/job"
-	"github.com/pgsync/pgsync/sequences"
 )
 
 func (a *app) sequencesCmd() *cobra.Command {
@@ -27,25 +26,13 @@ to the target.
 Exit status: 0 every sequence is at or past the source's value, 1 a
 sequence is missing on the target (named) or an error.`,
 		Args: cobra.NoArgs,
-		RunE: a.withServers(func(ctx context.Context, sv *servers) error {
-			tables, err := job.New(jobOptions(sv.cfg), sv.src, sv.tgt, a.log).Tables(ctx)
-			if err != nil {
+		RunE: a.withJob(func(ctx context.Context, j *job.Job) error {
+			seqs, moved, err := j.Sequences(ctx, dryRun)
+			if err != nil && !errors.Is(err, job.ErrSequenceMissing) {
 				return err
-			}
-			seqs, err := sequences.List(ctx, sv.src, sv.tgt, tables)
-			if err != nil {
-				return err
-			}
-			var moved []sequences.Sequence
-			var syncErr error
-			if !dryRun {
-				moved, syncErr = sequences.Sync(ctx, sv.tgt, seqs)
-				if syncErr != nil && !errors.Is(syncErr, sequences.ErrMissing) {
-					return syncErr
-				}
 			}
 			a.printSequences(seqs, moved, dryRun, asJSON)
-			return syncErr
+			return err
 		}),
 	}
 	c.Flags().BoolVar(&asJSON, "json", false, "print the report as JSON")
@@ -55,12 +42,12 @@ sequence is missing on the target (named) or an error.`,
 
 // sequenceReport is one line of the sequences report.
 type sequenceReport struct {
-	sequences.Sequence
+	job.Sequence
 	// Action is "set", "would set", "up to date" or "missing on target".
 	Action string `json:"action"`
 }
 
-func (a *app) printSequences(seqs, moved []sequences.Sequence, dryRun, asJSON bool) {
+func (a *app) printSequences(seqs, moved []job.Sequence, dryRun, asJSON bool) {
 	set := make(map[string]bool, len(moved))
 	for _, s := range moved {
 		set[s.Source] = true

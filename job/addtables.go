@@ -48,14 +48,14 @@ func (j *Job) AddTables(ctx context.Context, force bool) (*AddTablesReport, erro
 	if prog.State != ledger.JobReady {
 		return nil, fmt.Errorf("job %s (state %s): %w", j.opts.Job, prog.State, ErrNotBootstrapped)
 	}
-	slot, err := replication.Status(ctx, j.src, j.opts.Names)
+	slot, err := replication.Status(ctx, j.src, j.names)
 	if err != nil {
 		return nil, err
 	}
 	if !slot.Exists {
 		return nil, fmt.Errorf("job %s: %w", j.opts.Job, replication.ErrSlotMissing)
 	}
-	published, err := replication.PublishedTables(ctx, j.src, j.opts.Names.Publication)
+	published, err := replication.PublishedTables(ctx, j.src, j.names.Publication)
 	if err != nil {
 		return nil, err
 	}
@@ -152,7 +152,7 @@ func (j *Job) AddTables(ctx context.Context, force bool) (*AddTablesReport, erro
 		return nil, err
 	}
 	if len(unpublished) > 0 {
-		if err := replication.AddToPublication(ctx, j.src, j.opts.Names, unpublished); err != nil {
+		if err := replication.AddToPublication(ctx, j.src, j.names, unpublished); err != nil {
 			return nil, err
 		}
 	}
@@ -165,7 +165,7 @@ func (j *Job) AddTables(ctx context.Context, force bool) (*AddTablesReport, erro
 		return nil, err
 	}
 	defer repl.Close(context.WithoutCancel(ctx))
-	stop := j.announceSlotWait(ctx, j.opts.Names.Slot, repl.PID())
+	stop := j.announceSlotWait(ctx, j.names.Slot, repl.PID())
 	tmp, err := replication.CreateTemporarySlot(ctx, repl, fmt.Sprintf("pgsync_add_%d", os.Getpid()))
 	stop()
 	if err != nil {
@@ -198,7 +198,7 @@ func (j *Job) removeAbandoned(ctx context.Context, tables []catalog.Table, isPub
 		}
 	}
 	if len(drop) > 0 {
-		if err := replication.DropFromPublication(ctx, j.src, j.opts.Names, drop); err != nil {
+		if err := replication.DropFromPublication(ctx, j.src, j.names, drop); err != nil {
 			return err
 		}
 	}

@@ -59,7 +59,7 @@ func (j *Job) readRecorded(ctx context.Context) (Recorded, error) {
 	if rec.Tables, err = ledger.ReadTables(ctx, j.tgt, j.opts.Job); err != nil {
 		return rec, err
 	}
-	rec.Slot, rec.Publication, err = replication.Exists(ctx, j.src, j.opts.Names)
+	rec.Slot, rec.Publication, err = replication.Exists(ctx, j.src, j.names)
 	return rec, err
 }
 
@@ -103,7 +103,7 @@ func (j *Job) Bootstrap(ctx context.Context, force bool, progress *snapshot.Prog
 		return nil, err
 	}
 	if plan.Mode != Resume {
-		if err := replication.Drop(ctx, j.src, j.opts.Names); err != nil {
+		if err := replication.Drop(ctx, j.src, j.names); err != nil {
 			return nil, err
 		}
 		if err := ledger.DeleteProgress(ctx, j.tgt, j.opts.Job); err != nil {
@@ -159,11 +159,11 @@ func (j *Job) Bootstrap(ctx context.Context, force bool, progress *snapshot.Prog
 	if plan.Mode == Resume {
 		rep.StreamFrom = rec.LSN
 		if len(unpublished) > 0 {
-			if err := replication.AddToPublication(ctx, j.src, j.opts.Names, unpublished); err != nil {
+			if err := replication.AddToPublication(ctx, j.src, j.names, unpublished); err != nil {
 				return nil, err
 			}
 		}
-	} else if err := replication.CreatePublication(ctx, j.src, j.opts.Names, tables); err != nil {
+	} else if err := replication.CreatePublication(ctx, j.src, j.names, tables); err != nil {
 		return nil, err
 	}
 	if plan.Mode != Resume || len(toCopy) > 0 {
@@ -172,13 +172,13 @@ func (j *Job) Bootstrap(ctx context.Context, force bool, progress *snapshot.Prog
 			return nil, err
 		}
 		defer repl.Close(context.WithoutCancel(ctx))
-		stop := j.announceSlotWait(ctx, j.opts.Names.Slot, repl.PID())
+		stop := j.announceSlotWait(ctx, j.names.Slot, repl.PID())
 		if plan.Mode == Resume {
 			// The job's slot stays where it is; the tables left to copy
 			// are copied under a snapshot of their own.
 			slot, err = replication.CreateTemporarySlot(ctx, repl, fmt.Sprintf("pgsync_resume_%d", os.Getpid()))
 		} else {
-			slot, err = replication.CreateSlot(ctx, repl, j.opts.Names)
+			slot, err = replication.CreateSlot(ctx, repl, j.names)
 		}
 		stop()
 		if err != nil {
@@ -342,7 +342,7 @@ func (j *Job) planBootstrap(ctx context.Context, force bool) (*bootstrapPlan, er
 	case errors.Is(err, ErrAlreadyBootstrapped):
 		return nil, fmt.Errorf("job %s: %w (streaming resumes at %s)", j.opts.Job, err, rec.LSN)
 	case errors.Is(err, ErrForeignSlot):
-		return nil, fmt.Errorf("job %s: %w: %s", j.opts.Job, err, j.opts.Names.Slot)
+		return nil, fmt.Errorf("job %s: %w: %s", j.opts.Job, err, j.names.Slot)
 	case err != nil:
 		return nil, err
 	}
@@ -359,7 +359,7 @@ func (j *Job) planBootstrap(ctx context.Context, force bool) (*bootstrapPlan, er
 	}
 	var unpublished []catalog.Table
 	if plan.Mode == Resume {
-		published, err := replication.PublishedTables(ctx, j.src, j.opts.Names.Publication)
+		published, err := replication.PublishedTables(ctx, j.src, j.names.Publication)
 		if err != nil {
 			return nil, err
 		}

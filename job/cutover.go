@@ -206,30 +206,19 @@ func (j *Job) cutover(ctx context.Context, o CutoverOptions, rep *CutoverReport)
 	if err != nil {
 		return fmt.Errorf("compare the tables at the cutover position (the target was reported ready at %s): %w", rep.ReadyAt.Format(time.RFC3339), err)
 	}
-	var differ []string
-	for _, r := range rep.Tables {
-		if !r.Match() {
-			differ = append(differ, r.Table)
-		}
-	}
-	record := Verification{Kind: "cutover", LSN: goal, Identical: len(differ) == 0}
-	if len(differ) > 0 {
-		record.Found = fmt.Sprintf("%d of %d tables differ: %s", len(differ), len(rep.Tables), strings.Join(differ, ", "))
-	}
-	if err := j.RecordVerification(ctx, record); err != nil {
-		return err
-	}
-	if len(differ) > 0 {
-		return fmt.Errorf("%d of %d tables differ at the cutover position, compared after the target was reported ready: %s: %w (were writes still arriving on the source? use --lock-source)", len(differ), len(rep.Tables), strings.Join(differ, ", "), ErrTablesDiffer)
-	}
-	if rep.LargeObjects != nil {
-		found, err := largeobject.Compare(ctx, srcView, tgtView)
+	found := verdict(rep.Tables, nil)
+	if found == "" && rep.LargeObjects != nil {
+		los, err := largeobject.Compare(ctx, srcView, tgtView)
 		if err != nil {
 			return fmt.Errorf("compare the large objects at the cutover position: %w", err)
 		}
-		if !found.Identical() {
-			return fmt.Errorf("%d large object(s) differ at the cutover position (first: %d, %s): %w", len(found.Differ), found.Differ[0].OID, found.Differ[0].Kind, ErrTablesDiffer)
-		}
+		found = verdict(rep.Tables, &los)
+	}
+	if err := j.RecordVerification(ctx, Verification{Kind: "cutover", LSN: goal, Identical: found == "", Found: found}); err != nil {
+		return err
+	}
+	if found != "" {
+		return fmt.Errorf("%s at the cutover position, compared after the target was reported ready: %w (were writes still arriving on the source? use --lock-source)", found, ErrTablesDiffer)
 	}
 	rep.Identical = true
 	return nil
@@ -274,7 +263,7 @@ func holdSnapshot(ctx context.Context, conn *pgx.Conn) (string, error) {
 // confirmed, when that is further: WAL without the job's changes) and the
 // source's current WAL position.
 func (j *Job) appliedAndHead(ctx context.Context) (applied, head pglogrepl.LSN, err error) {
-	slot, err := replication.Status(ctx, j.src, j.opts.Names)
+	slot, err := replication.Status(ctx, j.src, j.names)
 	if err != nil {
 		return 0, 0, err
 	}

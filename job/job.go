@@ -8,6 +8,7 @@ package job
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -27,8 +28,9 @@ type Options struct {
 	TargetURL string
 	// Tables are job.tables' patterns.
 	Tables []string
-	// Names are the job's slot and publication.
-	Names             replication.Names
+	// Slot names the job's slot and its publication (pgsync_<job>
+	// unless the configuration says otherwise).
+	Slot              string
 	MaxParallelCopies int
 	BufferSizeBytes   int
 	CopyRangeBytes    int64
@@ -41,10 +43,11 @@ type Options struct {
 // Job is one job with a connection to each side. A Job is used by one
 // goroutine.
 type Job struct {
-	opts Options
-	src  *pgx.Conn
-	tgt  *pgx.Conn
-	log  *slog.Logger
+	opts  Options
+	names replication.Names // the job's slot and publication
+	src   *pgx.Conn
+	tgt   *pgx.Conn
+	log   *slog.Logger
 	// ShowCopy, when set, shows a copy's progress until the function it
 	// returns is called.
 	ShowCopy func(*snapshot.Progress) (stop func())
@@ -55,13 +58,14 @@ func New(opts Options, src, tgt *pgx.Conn, log *slog.Logger) *Job {
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Job{opts: opts, src: src, tgt: tgt, log: log}
+	names := replication.Names{Job: opts.Job, Slot: opts.Slot, Publication: opts.Slot}
+	return &Job{opts: opts, names: names, src: src, tgt: tgt, log: log}
 }
 
 // Tables returns the job's tables: those its publication holds, or, before
 // there is one, those job.tables names.
 func (j *Job) Tables(ctx context.Context) ([]catalog.Table, error) {
-	published, err := replication.PublishedTables(ctx, j.src, j.opts.Names.Publication)
+	published, err := replication.PublishedTables(ctx, j.src, j.names.Publication)
 	if err != nil {
 		return nil, err
 	}
@@ -90,20 +94,24 @@ func (j *Job) Tables(ctx context.Context) ([]catalog.Table, error) {
 // source and every record of the job on the target (ledger.DeleteJob).
 // The target tables and their rows stay.
 func (j *Job) Teardown(ctx context.Context) error {
-	if err := replication.Drop(ctx, j.src, j.opts.Names); err != nil {
+	if err := replication.Drop(ctx, j.src, j.names); err != nil {
 		return err
 	}
 	return ledger.DeleteJob(ctx, j.tgt, j.opts.Job)
 }
 
-// SelectTables keeps the tables named (schema.name); a name that is not a
+// ErrUnknownTable: a table named on the command line is not one of the
+// job's.
+var ErrUnknownTable = errors.New("not a table of the job")
+
+// selectTables keeps the tables named (schema.name); a name that is not a
 // table of tables is an error.
-func SelectTables(tables []catalog.Table, names []string) ([]catalog.Table, error) {
+func selectTables(tables []catalog.Table, names []string) ([]catalog.Table, error) {
 	var out []catalog.Table
 	for _, n := range names {
 		i := slices.IndexFunc(tables, func(t catalog.Table) bool { return t.String() == n })
 		if i < 0 {
-			return nil, fmt.Errorf("--table %s: not a table of the job (schema.name)", n)
+			return nil, fmt.Errorf("--table %s: %w (schema.name)", n, ErrUnknownTable)
 		}
 		out = append(out, tables[i])
 	}

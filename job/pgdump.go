@@ -369,13 +369,13 @@ func (j *Job) readTOC(ctx context.Context, d *dumpScope) error {
 // its tables on the source: the target must not get them.
 func (j *Job) publicationEntries(ctx context.Context) (map[uint32]bool, error) {
 	rows, err := j.src.Query(ctx, `SELECT p.oid FROM pg_publication p WHERE p.pubname = $1
-UNION ALL SELECT r.oid FROM pg_publication_rel r JOIN pg_publication p ON p.oid = r.prpubid WHERE p.pubname = $1`, j.opts.Names.Publication)
+UNION ALL SELECT r.oid FROM pg_publication_rel r JOIN pg_publication p ON p.oid = r.prpubid WHERE p.pubname = $1`, j.names.Publication)
 	if err != nil {
-		return nil, fmt.Errorf("read publication %s on the source: %w", j.opts.Names.Publication, err)
+		return nil, fmt.Errorf("read publication %s on the source: %w", j.names.Publication, err)
 	}
 	oids, err := pgx.CollectRows(rows, pgx.RowTo[uint32])
 	if err != nil {
-		return nil, fmt.Errorf("read publication %s on the source: %w", j.opts.Names.Publication, err)
+		return nil, fmt.Errorf("read publication %s on the source: %w", j.names.Publication, err)
 	}
 	out := make(map[uint32]bool, len(oids))
 	for _, o := range oids {

@@ -272,7 +272,7 @@ func checkTarget(ctx context.Context, c *Checks, opts Options, src, tgt *pgx.Con
 			schemas, _, why, err := dumpSchemas(ctx, src, tables)
 			if err == nil && why == "" {
 				c.add("schema", CheckOK, "the target has none of the job's tables: bootstrap takes the schema from "+path+" when it is as new as the source", "")
-				checkRoles(ctx, c, src, tgt, schemas, opts.Names.Publication)
+				checkRoles(ctx, c, src, tgt, schemas, opts.Slot)
 				return
 			}
 		}

@@ -81,5 +81,5 @@ func targetRoleProblem(ctx context.Context, tgt *pgx.Conn, roles []string, what 
 
 // roleProblem is roleProblem for the job's connections.
 func (j *Job) roleProblem(ctx context.Context, schemas []string) (string, error) {
-	return roleProblem(ctx, j.src, j.tgt, schemas, j.opts.Names.Publication)
+	return roleProblem(ctx, j.src, j.tgt, schemas, j.names.Publication)
 }

@@ -58,11 +58,11 @@ type Status struct {
 
 // Status reads the job's state, slot, positions and lag.
 func (j *Job) Status(ctx context.Context) (*Status, error) {
-	slot, err := replication.Status(ctx, j.src, j.opts.Names)
+	slot, err := replication.Status(ctx, j.src, j.names)
 	if err != nil {
 		return nil, err
 	}
-	st := &Status{Job: j.opts.Job, Slot: j.opts.Names.Slot, SlotExists: slot.Exists, SlotActive: slot.Active, WALStatus: slot.WALStatus,
+	st := &Status{Job: j.opts.Job, Slot: j.names.Slot, SlotExists: slot.Exists, SlotActive: slot.Active, WALStatus: slot.WALStatus,
 		SourceWALLSN: slot.CurrentWALLSN.String(), State: "not bootstrapped"}
 	st.MaxSlotWALKeepSizeMB = slot.MaxSlotWALKeepSize
 	if slot.MaxSlotWALKeepSize > 0 {

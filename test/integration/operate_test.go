@@ -408,7 +408,12 @@ func TestMetricsEndpoint(t *testing.T) {
 		t.Errorf("pgsync_last_verify_timestamp_seconds present before any verify:\n%s", body)
 	}
 	e.mustVerify()
-	body = scrape()
+	// run reads the last comparison every 5 s (job.serverReadEvery), not
+	// at each scrape.
+	eventually(t, 15*time.Second, "the verify in the metrics", func() bool {
+		body = scrape()
+		return value(body, "pgsync_last_verify_timestamp_seconds") > 0
+	})
 	if at := value(body, "pgsync_last_verify_timestamp_seconds"); at < float64(time.Now().Add(-time.Minute).Unix()) || value(body, "pgsync_last_verify_identical") != 1 || value(body, "pgsync_last_verify_lsn") <= 0 {
 		t.Errorf("after an identical verify: last_verify timestamp %v, identical %v, lsn %v", at, value(body, "pgsync_last_verify_identical"), value(body, "pgsync_last_verify_lsn"))
 	}

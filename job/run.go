@@ -1,0 +1,241 @@
+package job
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/pgsync/pgsync/apply"
+	"github.com/pgsync/pgsync/catalog"
+	"github.com/pgsync/pgsync/ledger"
+	"github.com/pgsync/pgsync/metrics"
+	"github.com/pgsync/pgsync/pgconnect"
+	"github.com/pgsync/pgsync/position"
+	"github.com/pgsync/pgsync/replication"
+	"github.com/pgsync/pgsync/snapshot"
+)
+
+// RunOptions are what pgsync run takes besides the job's Options.
+type RunOptions struct {
+	// UntilCaughtUp ends run once every transaction the source committed
+	// before the start is applied and acknowledged.
+	UntilCaughtUp bool
+	// ProgressEvery is the period of the progress log line.
+	ProgressEvery time.Duration
+	// ReadPauseQueued is the queue length from which the reader pauses
+	// (0: the default, -1: never; for developers).
+	ReadPauseQueued int
+	// MaxInflightBytes bounds what the reader queues for the applier.
+	MaxInflightBytes int64
+	// WALReceiverTimeout: a source that sends nothing, not even a
+	// keepalive, for that long is given up and reconnected to.
+	WALReceiverTimeout time.Duration
+	// MaxBatchRows and MaxBatchBytes end a batch of the target pipeline.
+	MaxBatchRows  int
+	MaxBatchBytes int64
+	// ApplyStreamedAsReceived applies a streamed transaction through a
+	// second target session as it arrives, not at its commit.
+	ApplyStreamedAsReceived bool
+	// AddColumns lets run add a column the source gained to the target.
+	AddColumns bool
+	// Selected says whether job.tables, read now, names a table: run asks
+	// about a table being added, whose add the operator abandons by
+	// taking it out of job.tables.
+	Selected func(schema, name string) bool
+	// MetricsAddr serves Prometheus metrics there when set.
+	MetricsAddr string
+}
+
+// serverReadEvery is how often a run serving metrics reads the slot and
+// the last comparison from the servers: the metrics show the last reading,
+// not a query per scrape.
+const serverReadEvery = 5 * time.Second
+
+// Run streams the job's slot from its recorded position and applies each
+// source transaction to the target, until ctx ends or, with UntilCaughtUp,
+// until caught up. It opens and reopens its own connections.
+func Run(ctx context.Context, opts Options, ro RunOptions, log *slog.Logger) error {
+	if log == nil {
+		log = slog.Default()
+	}
+	names := replication.Names{Job: opts.Job, Slot: opts.Slot, Publication: opts.Slot}
+	stats := &replication.Stats{}
+	// Kept by apply, read by the progress line and the metrics.
+	prepared := &atomic.Int64{}
+	runOpts := replication.RunOptions{
+		StreamOptions: replication.StreamOptions{
+			Names:              names,
+			MaxInflightBytes:   ro.MaxInflightBytes,
+			Logger:             log,
+			Stats:              stats,
+			ReadPauseQueued:    ro.ReadPauseQueued,
+			WALReceiverTimeout: ro.WALReceiverTimeout,
+		},
+		SourceURL:     opts.SourceURL,
+		UntilCaughtUp: ro.UntilCaughtUp,
+		ProgressEvery: ro.ProgressEvery,
+		Prepared:      prepared.Load,
+	}
+	applyOpts := apply.Options{Job: opts.Job, Selected: ro.Selected, MaxBatchRows: ro.MaxBatchRows, MaxBatchBytes: ro.MaxBatchBytes,
+		Prepared: prepared, Logger: log, AddColumns: ro.AddColumns, SourceColumns: sourceColumns(opts.SourceURL)}
+	if ro.ApplyStreamedAsReceived {
+		applyOpts.Connect = func(ctx context.Context) (*pgx.Conn, error) {
+			return pgconnect.ConnectTarget(ctx, opts.TargetURL)
+		}
+	}
+	if ro.MetricsAddr != "" {
+		reg := metrics.NewRegistry()
+		applyOpts.Metrics = metrics.NewApply(reg)
+		servers := &metrics.ServerReadings{}
+		metrics.RegisterRun(reg, runReadings(stats, prepared, servers))
+		stop := readServers(ctx, opts, names, servers, log)
+		defer stop()
+		if err := metrics.Serve(ctx, ro.MetricsAddr, reg, log); err != nil {
+			return err
+		}
+	}
+	err := replication.Run(ctx, runOpts, func(ctx context.Context) (replication.Target, error) {
+		conn, err := pgconnect.ConnectTarget(ctx, opts.TargetURL)
+		if err != nil {
+			return nil, err
+		}
+		return apply.New(conn, applyOpts), nil
+	})
+	return SlotRemedy(err)
+}
+
+// runReadings are run's metrics over its counters and positions.
+func runReadings(stats *replication.Stats, prepared *atomic.Int64, servers *metrics.ServerReadings) metrics.RunReadings {
+	at := func(pick func(*position.Positions) uint64) func() uint64 {
+		return func() uint64 {
+			if p := stats.Positions.Load(); p != nil {
+				return pick(p)
+			}
+			return 0
+		}
+	}
+	return metrics.RunReadings{
+		AppliedLSN:          at(func(p *position.Positions) uint64 { return uint64(p.Applied()) }),
+		ConfirmedLSN:        at(func(p *position.Positions) uint64 { return uint64(p.Reported()) }),
+		SourceWALEndLSN:     func() uint64 { return uint64(stats.ServerEnd.Load()) },
+		LagBytes:            stats.LagBytes,
+		LagSeconds:          func() float64 { return stats.LagSeconds(time.Now()) },
+		SourceSilentSeconds: stats.SilentSeconds,
+		TransactionsApplied: stats.Txns.Load,
+		Reconnects:          stats.Reconnects.Load,
+		PreparedStatements:  prepared.Load,
+		Servers:             servers,
+	}
+}
+
+// readServers reads the slot on the source and the job's last comparison
+// on the target into servers, now and every serverReadEvery, each through
+// a connection of its own (dropped after an error and opened again at the
+// next reading). The function it returns stops it and waits for it.
+func readServers(ctx context.Context, opts Options, names replication.Names, servers *metrics.ServerReadings, log *slog.Logger) (stop func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		src := readerConn{kind: "source", url: opts.SourceURL}
+		tgt := readerConn{kind: "target", url: opts.TargetURL}
+		defer src.close()
+		defer tgt.close()
+		t := time.NewTicker(serverReadEvery)
+		defer t.Stop()
+		for {
+			var s replication.SlotStatus
+			ok := src.with(ctx, func(ctx context.Context, conn *pgx.Conn) (err error) {
+				s, err = replication.Status(ctx, conn, names)
+				return err
+			})
+			servers.SetSlot(ok, s.Exists, int64(s.CurrentWALLSN)-int64(s.RestartLSN), s.SafeWALSize)
+			var v *ledger.Verification
+			if tgt.with(ctx, func(ctx context.Context, conn *pgx.Conn) (err error) {
+				v, err = ledger.LastVerification(ctx, conn, opts.Job)
+				return err
+			}) && v != nil {
+				servers.SetVerification(v.At, v.Identical, uint64(v.LSN))
+			}
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+		}
+	}()
+	return func() { cancel(); wg.Wait() }
+}
+
+// readerConn is a reading's own connection, opened at a reading that finds
+// none and dropped after an error, so that a server that comes back is
+// read again.
+type readerConn struct {
+	kind, url string
+	conn      *pgx.Conn
+}
+
+// with runs read on the connection (opening it first), under a 2 s
+// deadline; false when it could not connect or read failed.
+func (c *readerConn) with(ctx context.Context, read func(ctx context.Context, conn *pgx.Conn) error) bool {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	if c.conn == nil || c.conn.IsClosed() {
+		conn, err := pgconnect.Connect(ctx, c.kind, c.url)
+		if err != nil {
+			return false
+		}
+		c.conn = conn
+	}
+	if err := read(ctx, c.conn); err != nil {
+		c.close()
+		return false
+	}
+	return true
+}
+
+// close ends the connection.
+func (c *readerConn) close() {
+	if c.conn != nil {
+		c.conn.Close(context.Background())
+		c.conn = nil
+	}
+}
+
+// sourceColumns reads a source table's column definitions over a
+// connection of its own, opened for the one read: the applier asks only
+// when the source's schema changed, rarely enough not to hold one open.
+func sourceColumns(url string) func(ctx context.Context, schema, table string) ([]catalog.ColumnDef, error) {
+	return func(ctx context.Context, schema, table string) ([]catalog.ColumnDef, error) {
+		conn, err := pgconnect.Connect(ctx, "source", url)
+		if err != nil {
+			return nil, err
+		}
+		defer conn.Close(context.WithoutCancel(ctx))
+		return catalog.SourceColumns(ctx, conn, schema, table)
+	}
+}
+
+// CopyProgress is a copy's progress, which bootstrap and add-tables keep
+// and a progress bar or the metrics read.
+type CopyProgress = snapshot.Progress
+
+// ServeCopyMetrics serves the copy's metrics, read from progress, at addr
+// until ctx ends.
+func ServeCopyMetrics(ctx context.Context, addr string, progress *CopyProgress, log *slog.Logger) error {
+	reg := metrics.NewRegistry()
+	metrics.RegisterCopy(reg, func() []metrics.CopyTable {
+		tables := progress.Tables()
+		out := make([]metrics.CopyTable, len(tables))
+		for i, t := range tables {
+			out[i] = metrics.CopyTable{Table: t.Table, Rows: t.Rows, Bytes: t.Bytes, Done: t.Done}
+		}
+		return out
+	}, progress.TablesTotal.Load, progress.TablesDone.Load)
+	return metrics.Serve(ctx, addr, reg, log)
+}
