@@ -322,26 +322,27 @@ func (j *Job) lockRoles(ctx context.Context, roles []string, rep *CutoverReport)
 	if err != nil {
 		return fmt.Errorf("end the sessions of role(s) %s on the source: %w", strings.Join(roles, ", "), err)
 	}
+	if len(pids) == 0 {
+		return nil
+	}
 	deadline := time.Now().Add(terminateWait)
-	for len(pids) > 0 {
+	exited := func(ctx context.Context) (bool, error) {
 		var left []string
 		if err := j.src.QueryRow(ctx, `SELECT coalesce(array_agg(format('pid %s (role %s)', pid, usename) ORDER BY pid), '{}')
 FROM pg_stat_activity WHERE pid = ANY ($1)`, pids).Scan(&left); err != nil {
-			return fmt.Errorf("wait for the sessions of role(s) %s to end: %w", strings.Join(roles, ", "), err)
+			return false, fmt.Errorf("wait for the sessions of role(s) %s to end: %w", strings.Join(roles, ", "), err)
 		}
 		if len(left) == 0 {
-			break
+			return true, nil
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("%w: session(s) %s did not exit within %s of pg_terminate_backend, and could still commit; rerun cutover", ErrLockSource, strings.Join(left, ", "), terminateWait)
+			return false, fmt.Errorf("%w: session(s) %s did not exit within %s of pg_terminate_backend, and could still commit; rerun cutover", ErrLockSource, strings.Join(left, ", "), terminateWait)
 		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(2 * time.Millisecond):
-		}
+		return false, nil
 	}
-	return nil
+	// Nothing said while it waits: the wait is bounded by terminateWait,
+	// and its error names the sessions left.
+	return periodic.Await(ctx, periodic.Wait{Poll: 2 * time.Millisecond}, exited, nil)
 }
 
 // UnlockSource undoes cutover's lock for roles: they may write on the
