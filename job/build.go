@@ -67,7 +67,10 @@ type objectError struct {
 	err        error
 }
 
+// Error names the object, then what its build met.
 func (e *objectError) Error() string { return fmt.Sprintf("%s: %v", e.object, e.err) }
+
+// Unwrap is what the build met, for errors.Is and errors.As.
 func (e *objectError) Unwrap() error { return e.err }
 
 // buildOne creates o over conn and logs it with its duration; whileCopying
