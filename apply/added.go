@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pglogrepl"
 
 	"github.com/pgsync/pgsync/ledger"
+	"github.com/pgsync/pgsync/periodic"
 	"github.com/pgsync/pgsync/replication"
 )
 
@@ -38,37 +39,35 @@ func (a *Applier) awaitAddedTables(ctx context.Context) error {
 	if log == nil {
 		log = slog.Default()
 	}
-	began := time.Now()
-	var lastLog time.Time
-	for {
+	var copying []string // the job's tables being copied at the last look
+	copied := func(ctx context.Context) (bool, error) {
 		added, err := ledger.ReadTables(ctx, a.conn, a.opts.Job)
 		if err != nil {
-			return err
+			return false, err
 		}
-		var copying []string
+		copying = copying[:0]
 		for name, t := range added {
 			if t.State.Waits() && a.opts.selected(t.Schema, t.Name) {
 				copying = append(copying, name)
 			}
 		}
-		if len(copying) == 0 {
-			if !lastLog.IsZero() {
-				log.Info("resumed: the added tables are copied", "job", a.opts.Job, "paused_s", fmt.Sprintf("%.1f", time.Since(began).Seconds()))
-			}
-			return nil
-		}
-		if time.Since(lastLog) >= addedTablesLogEvery {
-			slices.Sort(copying)
-			log.Info("paused: waiting for pgsync add-tables to copy tables (if no add-tables is running, rerun it to finish them, or take them out of job.tables to abandon them)",
-				"job", a.opts.Job, "tables", strings.Join(copying, ", "), "paused_s", fmt.Sprintf("%.0f", time.Since(began).Seconds()))
-			lastLog = time.Now()
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(addedTablesPoll):
-		}
+		return len(copying) == 0, nil
 	}
+	began := time.Now()
+	paused := false // said it waits: then it says when it resumes too
+	say := func(waited time.Duration) {
+		slices.Sort(copying)
+		log.Info("paused: waiting for pgsync add-tables to copy tables (if no add-tables is running, rerun it to finish them, or take them out of job.tables to abandon them)",
+			"job", a.opts.Job, "tables", strings.Join(copying, ", "), "paused_s", fmt.Sprintf("%.0f", waited.Seconds()))
+		paused = true
+	}
+	if err := periodic.Await(ctx, periodic.Wait{Poll: addedTablesPoll, SayEvery: addedTablesLogEvery}, copied, say); err != nil {
+		return err
+	}
+	if paused {
+		log.Info("resumed: the added tables are copied", "job", a.opts.Job, "paused_s", fmt.Sprintf("%.1f", time.Since(began).Seconds()))
+	}
+	return nil
 }
 
 // TableBeingAddedError ends a session at the first message of a table that

@@ -8,6 +8,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/pgsync/pgsync/periodic"
 	"github.com/pgsync/pgsync/replication"
 )
 
@@ -74,53 +75,45 @@ func (a *Applier) Push(ctx context.Context) error {
 // for a lock streamed holds or the other way round, over conn, which it
 // owns; streamed's backend is terminated at the first wait of main, or at
 // the second look in a row that finds streamed waiting (main commits its
-// group within a second when nothing holds it). The returned function ends
-// the watch.
+// group within a second when nothing holds it). The watch ends there, at
+// a look that fails, or when ctx ends; the returned function ends it
+// sooner, waits for it, and closes conn.
 func watchLocks(ctx context.Context, conn *pgx.Conn, main, streamed uint32, log *slog.Logger) (stop func()) {
-	done := make(chan struct{})
-	ended := make(chan struct{})
-	go func() {
-		defer close(ended)
-		defer conn.Close(context.WithoutCancel(ctx))
-		t := time.NewTicker(lockWatchEvery)
-		defer t.Stop()
-		streamedWaited := false
-		for {
-			select {
-			case <-done:
-				return
-			case <-ctx.Done():
-				return
-			case <-t.C:
+	streamedWaited := false
+	look := func(ctx context.Context) bool {
+		var mainWaits, streamedWaits bool
+		err := conn.QueryRow(ctx, "SELECT $2::int = ANY(pg_blocking_pids($1::int)), $1::int = ANY(pg_blocking_pids($2::int))",
+			int32(main), int32(streamed)).Scan(&mainWaits, &streamedWaits)
+		if err != nil {
+			if ctx.Err() == nil {
+				// Without the watch a wait between the two sessions
+				// would hold run with nothing said: say it now.
+				log.Warn("cannot watch the two target sessions for lock waits any more: if run stops applying, end the streamed transaction's session (SELECT pg_terminate_backend(streamed_pid) on the target)",
+					"main_pid", main, "streamed_pid", streamed, "err", err)
 			}
-			var mainWaits, streamedWaits bool
-			err := conn.QueryRow(ctx, "SELECT $2::int = ANY(pg_blocking_pids($1::int)), $1::int = ANY(pg_blocking_pids($2::int))",
-				int32(main), int32(streamed)).Scan(&mainWaits, &streamedWaits)
-			if err != nil {
-				if ctx.Err() == nil {
-					// Without the watch a wait between the two sessions
-					// would hold run with nothing said: say it now.
-					log.Warn("cannot watch the two target sessions for lock waits any more: if run stops applying, end the streamed transaction's session (SELECT pg_terminate_backend(streamed_pid) on the target)",
-						"main_pid", main, "streamed_pid", streamed, "err", err)
-				}
-				return
-			}
-			if mainWaits || streamedWaits && streamedWaited {
-				who := "the main target session waits for a lock the streamed transaction's session holds"
-				if !mainWaits {
-					who = "the streamed transaction's session waits for a lock the main target session holds"
-				}
-				log.Info(who+": ending the streamed transaction's session; it is applied at commit from its spool",
-					"main_pid", main, "streamed_pid", streamed)
-				_, _ = conn.Exec(ctx, "SELECT pg_terminate_backend($1::int)", int32(streamed))
-				return
-			}
-			streamedWaited = streamedWaits
+			conn.Close(context.WithoutCancel(ctx))
+			return false
 		}
-	}()
+		if mainWaits || streamedWaits && streamedWaited {
+			who := "the main target session waits for a lock the streamed transaction's session holds"
+			if !mainWaits {
+				who = "the streamed transaction's session waits for a lock the main target session holds"
+			}
+			log.Info(who+": ending the streamed transaction's session; it is applied at commit from its spool",
+				"main_pid", main, "streamed_pid", streamed)
+			_, _ = conn.Exec(ctx, "SELECT pg_terminate_backend($1::int)", int32(streamed))
+			// Closed now, not at stop: the watch has nothing left to do.
+			conn.Close(context.WithoutCancel(ctx))
+			return false
+		}
+		streamedWaited = streamedWaits
+		return true
+	}
+	stopWatch := periodic.Start(ctx, lockWatchEvery, look)
 	return func() {
-		close(done)
-		<-ended
+		stopWatch()
+		// A second Close of a closed pgx.Conn does nothing.
+		conn.Close(context.WithoutCancel(ctx))
 	}
 }
 

@@ -14,6 +14,7 @@ import (
 
 	"github.com/pgsync/pgsync/config"
 	"github.com/pgsync/pgsync/job"
+	"github.com/pgsync/pgsync/periodic"
 )
 
 // jobOptions copies what the lifecycle needs from the configuration.
@@ -285,8 +286,6 @@ Exit status: 0 when nothing FAILs (WARN alone is 0), 1 otherwise.`,
 // showCopyProgress draws a progress bar on a terminal, and otherwise logs a
 // line every 10 seconds. It returns the function that stops it.
 func (a *app) showCopyProgress(p *job.CopyProgress) func() {
-	done := make(chan struct{})
-	finished := make(chan struct{})
 	interactive := isTerminal(a.stderr)
 	var bar *progressbar.ProgressBar
 	every := 10 * time.Second
@@ -299,33 +298,29 @@ func (a *app) showCopyProgress(p *job.CopyProgress) func() {
 			progressbar.OptionThrottle(every),
 			progressbar.OptionClearOnFinish())
 	}
-	go func() {
-		defer close(finished)
-		t := time.NewTicker(every)
-		defer t.Stop()
-		began := time.Now()
-		for {
-			select {
-			case <-done:
-				if bar != nil {
-					_ = bar.Finish()
-				}
-				return
-			case <-t.C:
+	began := time.Now()
+	// Not under the command's context: the copy stops it when it ends,
+	// however it ends.
+	stop := periodic.Start(context.Background(), every, func(context.Context) bool {
+		b, r := p.Bytes.Load(), p.Rows.Load()
+		if bar != nil {
+			desc := fmt.Sprintf("copied %d/%d tables", p.TablesDone.Load(), p.TablesTotal.Load())
+			for _, t := range p.Active() {
+				desc += fmt.Sprintf(" | %s %d rows %s %.1f MB/s", t.Table, t.Rows, humanize.IBytes(uint64(t.Bytes)), float64(t.Bytes)/1e6/max(t.Elapsed.Seconds(), 1e-3))
 			}
-			b, r := p.Bytes.Load(), p.Rows.Load()
-			if bar != nil {
-				desc := fmt.Sprintf("copied %d/%d tables", p.TablesDone.Load(), p.TablesTotal.Load())
-				for _, t := range p.Active() {
-					desc += fmt.Sprintf(" | %s %d rows %s %.1f MB/s", t.Table, t.Rows, humanize.IBytes(uint64(t.Bytes)), float64(t.Bytes)/1e6/max(t.Elapsed.Seconds(), 1e-3))
-				}
-				bar.Describe(desc)
-				_ = bar.Set64(b)
-				continue
-			}
-			a.log.Info("copying", "tables_done", p.TablesDone.Load(), "tables", p.TablesTotal.Load(), "rows", r, "bytes", b,
-				"mb_per_s", fmt.Sprintf("%.1f", float64(b)/1e6/time.Since(began).Seconds()))
+			bar.Describe(desc)
+			_ = bar.Set64(b)
+			return true
 		}
-	}()
-	return func() { close(done); <-finished }
+		a.log.Info("copying", "tables_done", p.TablesDone.Load(), "tables", p.TablesTotal.Load(), "rows", r, "bytes", b,
+			"mb_per_s", fmt.Sprintf("%.1f", float64(b)/1e6/time.Since(began).Seconds()))
+		return true
+	})
+	return func() {
+		stop()
+		// After the stop: the goroutine no longer draws the bar.
+		if bar != nil {
+			_ = bar.Finish()
+		}
+	}
 }

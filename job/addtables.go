@@ -176,7 +176,7 @@ func (j *Job) AddTables(ctx context.Context, force bool) (*AddTablesReport, erro
 	}
 	// The tables become ready together, once their indexes are built too:
 	// run applies nothing to them before their keys exist.
-	results, _, _, err := j.copyAndBuild(ctx, tmp, fresh, objects, &snapshot.Progress{}, nil, "rerun pgsync add-tables to finish")
+	results, _, err := j.copyAndBuild(ctx, tmp, fresh, objects, &snapshot.Progress{}, nil, "rerun pgsync add-tables to finish")
 	if err != nil {
 		return nil, err
 	}

@@ -234,7 +234,7 @@ func (j *Job) Bootstrap(ctx context.Context, force bool, progress *snapshot.Prog
 		} else {
 			loDone <- nil
 		}
-		results, _, _, err := j.copyAndBuild(ctx, slot, toCopy, nil, progress, copied, "rerun pgsync bootstrap to resume")
+		results, _, err := j.copyAndBuild(ctx, slot, toCopy, nil, progress, copied, "rerun pgsync bootstrap to resume")
 		early := keys.wait()
 		loErr := <-loDone
 		if err != nil {
@@ -243,18 +243,19 @@ func (j *Job) Bootstrap(ctx context.Context, force bool, progress *snapshot.Prog
 		if loErr != nil {
 			return nil, fmt.Errorf("copy large objects (rerun pgsync bootstrap to resume): %w", loErr)
 		}
-		built, failed, err := j.buildObjects(ctx, remaining(objects, early), early, "rerun pgsync bootstrap to resume")
+		failed, err := j.buildCreated(ctx, remaining(objects, early), "rerun pgsync bootstrap to resume")
 		if err != nil {
 			return nil, err
 		}
-		rep.Results, rep.Built, rep.Failed = results, len(built), failed
+		// Built counts those built while the copy ran too.
+		rep.Results, rep.Built, rep.Failed = results, len(objects), failed
 	} else {
 		if len(objects) > 0 {
-			built, failed, err := j.buildObjects(ctx, objects, nil, "rerun pgsync bootstrap to resume")
+			failed, err := j.buildCreated(ctx, objects, "rerun pgsync bootstrap to resume")
 			if err != nil {
 				return nil, err
 			}
-			rep.Built, rep.Failed = len(built), failed
+			rep.Built, rep.Failed = len(objects), failed
 		}
 		// A resumed bootstrap with no table left to copy has no snapshot:
 		// the large objects an interrupted one did not copy are copied as

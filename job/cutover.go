@@ -14,6 +14,7 @@ import (
 	"github.com/pgsync/pgsync/catalog"
 	"github.com/pgsync/pgsync/largeobject"
 	"github.com/pgsync/pgsync/ledger"
+	"github.com/pgsync/pgsync/periodic"
 	"github.com/pgsync/pgsync/pgconnect"
 	"github.com/pgsync/pgsync/replication"
 	"github.com/pgsync/pgsync/sequences"
@@ -130,37 +131,33 @@ func (j *Job) cutover(ctx context.Context, o CutoverOptions, rep *CutoverReport)
 	rep.SourceLSN = goal.String()
 	waitStart := time.Now()
 	deadline := waitStart.Add(o.Timeout)
-	lastSaid := waitStart
-	for {
-		applied, _, err = j.appliedAndHead(ctx)
+	reached := func(ctx context.Context) (bool, error) {
+		now, _, err := j.appliedAndHead(ctx)
 		if err != nil {
-			return err
+			return false, err
 		}
+		applied = now
 		rep.AppliedLSN = applied.String()
 		rep.WaitSeconds = time.Since(waitStart).Seconds()
 		if applied >= goal {
-			break
+			return true, nil
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("the target reached %s, not the source's %s, within --timeout %s: %w: is pgsync run running? (pgsync status)", applied, goal, o.Timeout, ErrWaitTimeout)
+			return false, fmt.Errorf("the target reached %s, not the source's %s, within --timeout %s: %w: is pgsync run running? (pgsync status)", applied, goal, o.Timeout, ErrWaitTimeout)
 		}
-		if time.Since(lastSaid) >= 10*time.Second {
-			j.log.Info("waiting for the target to apply up to the source's position; pgsync run applies it, --timeout ends the wait",
-				"goal", goal.String(), "applied", applied.String(), "waited_s", fmt.Sprintf("%.0f", time.Since(waitStart).Seconds()), "timeout", o.Timeout.String())
-			lastSaid = time.Now()
-		}
-		// Polled often at first: the application's writes are held while
-		// this waits, and the last transactions usually arrive within
-		// milliseconds (a 200 ms poll was most of the gap under load).
-		poll := 5 * time.Millisecond
-		if time.Since(waitStart) > time.Second {
-			poll = 100 * time.Millisecond
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(poll):
-		}
+		return false, nil
+	}
+	say := func(waited time.Duration) {
+		j.log.Info("waiting for the target to apply up to the source's position; pgsync run applies it, --timeout ends the wait",
+			"goal", goal.String(), "applied", applied.String(), "waited_s", fmt.Sprintf("%.0f", waited.Seconds()), "timeout", o.Timeout.String())
+	}
+	// Polled often at first: the application's writes are held while
+	// this waits, and the last transactions usually arrive within
+	// milliseconds (a 200 ms poll was most of the gap under load).
+	wait := periodic.Wait{Poll: 100 * time.Millisecond, StartPoll: 5 * time.Millisecond, StartFor: time.Second,
+		SayAfter: 10 * time.Second, SayEvery: 10 * time.Second}
+	if err := periodic.Await(ctx, wait, reached, say); err != nil {
+		return err
 	}
 
 	// Logical decoding does not carry large objects: those created or
@@ -314,26 +311,27 @@ func (j *Job) lockRoles(ctx context.Context, roles []string, rep *CutoverReport)
 	if err != nil {
 		return fmt.Errorf("end the sessions of role(s) %s on the source: %w", strings.Join(roles, ", "), err)
 	}
+	if len(pids) == 0 {
+		return nil
+	}
 	deadline := time.Now().Add(terminateWait)
-	for len(pids) > 0 {
+	exited := func(ctx context.Context) (bool, error) {
 		var left []string
 		if err := j.src.QueryRow(ctx, `SELECT coalesce(array_agg(format('pid %s (role %s)', pid, usename) ORDER BY pid), '{}')
 FROM pg_stat_activity WHERE pid = ANY ($1)`, pids).Scan(&left); err != nil {
-			return fmt.Errorf("wait for the sessions of role(s) %s to end: %w", strings.Join(roles, ", "), err)
+			return false, fmt.Errorf("wait for the sessions of role(s) %s to end: %w", strings.Join(roles, ", "), err)
 		}
 		if len(left) == 0 {
-			break
+			return true, nil
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("%w: session(s) %s did not exit within %s of pg_terminate_backend, and could still commit; rerun cutover", ErrLockSource, strings.Join(left, ", "), terminateWait)
+			return false, fmt.Errorf("%w: session(s) %s did not exit within %s of pg_terminate_backend, and could still commit; rerun cutover", ErrLockSource, strings.Join(left, ", "), terminateWait)
 		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(2 * time.Millisecond):
-		}
+		return false, nil
 	}
-	return nil
+	// Nothing said while it waits: the wait is bounded by terminateWait,
+	// and its error names the sessions left.
+	return periodic.Await(ctx, periodic.Wait{Poll: 2 * time.Millisecond}, exited, nil)
 }
 
 // UnlockSource undoes cutover's lock for roles: they may write on the

@@ -5,16 +5,14 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync/atomic"
-	"time"
 
 	"github.com/jackc/pgx/v5"
-	"golang.org/x/sync/errgroup"
 
 	"github.com/pgsync/pgsync/ledger"
 	"github.com/pgsync/pgsync/pgconnect"
@@ -137,20 +135,25 @@ func (b *schemaBuilder) pending(ctx context.Context, table string) ([]pendingObj
 
 // build creates one object on conn and marks it built there. An object
 // that an interrupted earlier build made already (creating it fails, and
-// the target has it) counts as built.
+// the target has it) counts as built: the one failure ignored on purpose,
+// since a rerun resumes where the last run was stopped.
 func (b *schemaBuilder) build(ctx context.Context, conn *pgx.Conn, o pendingObject) error {
 	sql, err := b.entrySQL(ctx, o.entry)
 	if err != nil {
 		return err
 	}
 	if _, err = conn.Exec(ctx, sql); err != nil && ctx.Err() == nil {
-		if there, xerr := objectExists(ctx, conn, o); xerr == nil && there {
+		there, xerr := objectExists(ctx, conn, o)
+		switch {
+		case xerr != nil:
+			err = errors.Join(err, fmt.Errorf("look up %s on the target: %w", o, xerr))
+		case there:
 			err = nil
 		}
 	}
 	// The entry's SETs (search_path among them) end with it.
-	if _, rerr := conn.Exec(ctx, "RESET ALL"); rerr != nil && err == nil {
-		err = rerr
+	if _, rerr := conn.Exec(ctx, "RESET ALL"); rerr != nil {
+		err = errors.Join(err, fmt.Errorf("RESET ALL after %s: %w", o, rerr))
 	}
 	if err != nil {
 		return err
@@ -159,6 +162,13 @@ func (b *schemaBuilder) build(ctx context.Context, conn *pgx.Conn, o pendingObje
 		return fmt.Errorf("%s: %w", o, err)
 	}
 	return nil
+}
+
+// object is o for the build path (build.go).
+func (b *schemaBuilder) object(o pendingObject) object {
+	return object{name: o.String(), primaryKey: o.primaryKey, create: func(ctx context.Context, conn *pgx.Conn) error {
+		return b.build(ctx, conn, o)
+	}}
 }
 
 // entrySQL is pg_restore's script of one entry of the archive. Its psql
@@ -235,68 +245,37 @@ func (j *Job) schemaCounts(ctx context.Context) (built int, failed []string, err
 // buildPostData builds the recorded post-data objects not built yet, phase
 // by phase, max_parallel_copies at a time, each logged with its duration.
 // A primary key that fails stops bootstrap (run finds rows by key); any
-// other failure is a warning, and the object is reported as not built.
+// other failure is a warning (settleBuild), and the object stays not
+// built in the record, which schemaCounts reports.
 func (b *schemaBuilder) buildPostData(ctx context.Context) error {
 	objs, err := b.pending(ctx, "")
 	if err != nil {
 		return err
 	}
-	phases := map[int][]pendingObject{}
+	byPhase := map[int][]object{}
 	for _, o := range objs {
-		phases[o.phase] = append(phases[o.phase], o)
+		byPhase[o.phase] = append(byPhase[o.phase], b.object(o))
 	}
-	workers := max(b.j.opts.MaxParallelCopies, 1)
-	for phase := 0; phase < postDataPhases; phase++ {
-		work := make(chan pendingObject, len(phases[phase]))
-		for _, o := range phases[phase] {
-			work <- o
-		}
-		close(work)
-		g, gctx := errgroup.WithContext(ctx)
-		for w := 0; w < min(workers, len(phases[phase])); w++ {
-			g.Go(func() error {
-				conn, err := pgconnect.Connect(gctx, "target", b.j.opts.TargetURL)
-				if err != nil {
-					return err
-				}
-				defer conn.Close(context.WithoutCancel(gctx))
-				for o := range work {
-					began := time.Now()
-					if err := b.build(gctx, conn, o); err != nil {
-						if o.primaryKey || gctx.Err() != nil {
-							return fmt.Errorf("%s: %w", o, err)
-						}
-						b.j.log.Warn("not created", "object", o.String(), "err", err)
-						continue
-					}
-					b.j.log.Info("created", "object", o.String(), "seconds", fmt.Sprintf("%.2f", time.Since(began).Seconds()))
-				}
-				return nil
-			})
-		}
-		if err := g.Wait(); err != nil {
-			return fmt.Errorf("create pg_dump's post-data objects (rerun pgsync bootstrap to resume): %w", err)
-		}
+	phases := make([][]object, postDataPhases)
+	for phase := range phases {
+		phases[phase] = byPhase[phase]
+	}
+	if _, err := b.j.settleBuild(b.j.buildObjects(ctx, b.j.opts.MaxParallelCopies, phases)); err != nil {
+		return fmt.Errorf("create pg_dump's post-data objects (rerun pgsync bootstrap to resume): %w", err)
 	}
 	return nil
 }
 
-// buildTable builds the first-phase objects (keys, indexes) of table,
-// whose copy committed, one at a time while other tables copy. A failure
-// is left for the build after the copy, which reports it.
-func (b *schemaBuilder) buildTable(ctx context.Context, table string, stopped *atomic.Bool) {
+// tableObjects returns the first-phase objects (keys, indexes) of table
+// not built yet, for the key builder while other tables copy.
+func (b *schemaBuilder) tableObjects(ctx context.Context, table string) ([]object, error) {
 	objs, err := b.pending(ctx, table)
 	if err != nil {
-		return
+		return nil, err
 	}
-	for _, o := range objs {
-		if stopped.Load() || ctx.Err() != nil {
-			return
-		}
-		began := time.Now()
-		if err := b.build(ctx, b.conn, o); err != nil {
-			continue
-		}
-		b.j.log.Info("created", "object", o.String(), "seconds", fmt.Sprintf("%.2f", time.Since(began).Seconds()), "while_copying", true)
+	out := make([]object, len(objs))
+	for i, o := range objs {
+		out[i] = b.object(o)
 	}
+	return out, nil
 }

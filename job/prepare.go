@@ -330,7 +330,7 @@ func toBuild(tables []catalog.Table, created, parents []*catalog.Table, rerun bo
 // on the target, logging each. copied is called as each table's copy
 // commits. failed names the objects not built; remedy ends the errors.
 func (j *Job) copyAndBuild(ctx context.Context, slot *replication.Slot, tables []catalog.Table, objects []catalog.Object,
-	progress *snapshot.Progress, copied func(snapshot.TableResult) error, remedy string) (results []snapshot.TableResult, built []snapshot.Built, failed []string, err error) {
+	progress *snapshot.Progress, copied func(snapshot.TableResult) error, remedy string) (results []snapshot.TableResult, failed []string, err error) {
 	stop := func() {}
 	if j.ShowCopy != nil {
 		stop = j.ShowCopy(progress)
@@ -351,38 +351,22 @@ func (j *Job) copyAndBuild(ctx context.Context, slot *replication.Slot, tables [
 	}, tables)
 	stop()
 	if err != nil {
-		return nil, nil, nil, fmt.Errorf("copy (%s): %w", remedy, err)
+		return nil, nil, fmt.Errorf("copy (%s): %w", remedy, err)
 	}
-	built, failed, err = j.buildObjects(ctx, objects, nil, remedy)
-	if err != nil {
-		return nil, nil, nil, err
+	if failed, err = j.buildCreated(ctx, objects, remedy); err != nil {
+		return nil, nil, err
 	}
-	return results, built, failed, nil
+	return results, failed, nil
 }
 
-// buildObjects builds objects on the target, max_parallel_copies at a
-// time, and reports them with those built already (by the key builder):
-// each is logged; failed names the objects not built. A primary key that
-// fails stops the step: run finds rows by key, and without it every UPDATE
-// and DELETE would scan the table.
-func (j *Job) buildObjects(ctx context.Context, objects []catalog.Object, already []snapshot.Built, remedy string) (built []snapshot.Built, failed []string, err error) {
-	built, err = snapshot.BuildObjects(ctx, j.opts.TargetURL, j.opts.MaxParallelCopies, objects)
+// buildCreated builds the built-in creator's objects on the target,
+// max_parallel_copies at a time (build.go), each logged. failed names the
+// objects not built, each also logged as a warning; a primary key that
+// fails stops the step (settleBuild).
+func (j *Job) buildCreated(ctx context.Context, objects []catalog.Object, remedy string) (failed []string, err error) {
+	failed, err = j.settleBuild(j.buildObjects(ctx, j.opts.MaxParallelCopies, builtinPhases(objects)))
 	if err != nil {
-		return nil, nil, fmt.Errorf("create indexes and constraints (%s): %w", remedy, err)
+		return nil, fmt.Errorf("create indexes and constraints (%s): %w", remedy, err)
 	}
-	for _, b := range built {
-		if b.Err != nil && b.Object.Kind == "primary key" {
-			return nil, nil, fmt.Errorf("%w (%s)", b.Err, remedy)
-		}
-		if b.Err != nil {
-			j.log.Warn("not created", "object", b.Object.String(), "err", b.Err)
-			failed = append(failed, b.Object.String())
-			continue
-		}
-		j.log.Info("created", "object", b.Object.String(), "seconds", fmt.Sprintf("%.2f", b.Elapsed.Seconds()))
-	}
-	for _, b := range already {
-		j.log.Info("created", "object", b.Object.String(), "seconds", fmt.Sprintf("%.2f", b.Elapsed.Seconds()), "while_copying", true)
-	}
-	return append(built, already...), failed, nil
+	return failed, nil
 }

@@ -3,7 +3,6 @@ package job
 import (
 	"context"
 	"log/slog"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -13,6 +12,7 @@ import (
 	"github.com/pgsync/pgsync/catalog"
 	"github.com/pgsync/pgsync/ledger"
 	"github.com/pgsync/pgsync/metrics"
+	"github.com/pgsync/pgsync/periodic"
 	"github.com/pgsync/pgsync/pgconnect"
 	"github.com/pgsync/pgsync/position"
 	"github.com/pgsync/pgsync/replication"
@@ -92,7 +92,7 @@ func Run(ctx context.Context, opts Options, ro RunOptions, log *slog.Logger) err
 		applyOpts.Metrics = metrics.NewApply(reg)
 		servers := &metrics.ServerReadings{}
 		metrics.RegisterRun(reg, runReadings(stats, prepared, servers))
-		stop := readServers(ctx, opts, names, servers, log)
+		stop := readServers(ctx, opts, names, servers)
 		defer stop()
 		if err := metrics.Serve(ctx, ro.MetricsAddr, reg, log); err != nil {
 			return err
@@ -136,40 +136,30 @@ func runReadings(stats *replication.Stats, prepared *atomic.Int64, servers *metr
 // on the target into servers, now and every serverReadEvery, each through
 // a connection of its own (dropped after an error and opened again at the
 // next reading). The function it returns stops it and waits for it.
-func readServers(ctx context.Context, opts Options, names replication.Names, servers *metrics.ServerReadings, log *slog.Logger) (stop func()) {
-	ctx, cancel := context.WithCancel(ctx)
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		src := readerConn{kind: "source", url: opts.SourceURL}
-		tgt := readerConn{kind: "target", url: opts.TargetURL}
-		defer src.close()
-		defer tgt.close()
-		t := time.NewTicker(serverReadEvery)
-		defer t.Stop()
-		for {
-			var s replication.SlotStatus
-			ok := src.with(ctx, func(ctx context.Context, conn *pgx.Conn) (err error) {
-				s, err = replication.Status(ctx, conn, names)
-				return err
-			})
-			servers.SetSlot(ok, s.Exists, int64(s.CurrentWALLSN)-int64(s.RestartLSN), s.SafeWALSize)
-			var v *ledger.Verification
-			if tgt.with(ctx, func(ctx context.Context, conn *pgx.Conn) (err error) {
-				v, err = ledger.LastVerification(ctx, conn, opts.Job)
-				return err
-			}) && v != nil {
-				servers.SetVerification(v.At, v.Identical, uint64(v.LSN))
-			}
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-			}
+func readServers(ctx context.Context, opts Options, names replication.Names, servers *metrics.ServerReadings) (stop func()) {
+	src := &readerConn{kind: "source", url: opts.SourceURL}
+	tgt := &readerConn{kind: "target", url: opts.TargetURL}
+	stopReading := periodic.StartAfter(ctx, 0, serverReadEvery, func(ctx context.Context) bool {
+		var s replication.SlotStatus
+		ok := src.with(ctx, func(ctx context.Context, conn *pgx.Conn) (err error) {
+			s, err = replication.Status(ctx, conn, names)
+			return err
+		})
+		servers.SetSlot(ok, s.Exists, int64(s.CurrentWALLSN)-int64(s.RestartLSN), s.SafeWALSize)
+		var v *ledger.Verification
+		if tgt.with(ctx, func(ctx context.Context, conn *pgx.Conn) (err error) {
+			v, err = ledger.LastVerification(ctx, conn, opts.Job)
+			return err
+		}) && v != nil {
+			servers.SetVerification(v.At, v.Identical, uint64(v.LSN))
 		}
-	}()
-	return func() { cancel(); wg.Wait() }
+		return true
+	})
+	return func() {
+		stopReading()
+		src.close()
+		tgt.close()
+	}
 }
 
 // readerConn is a reading's own connection, opened at a reading that finds

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/pgsync/pgsync/periodic"
 )
 
 // When a slot is being created and the creation waits, the first notice
@@ -20,33 +22,19 @@ var (
 // when it began that has an xid has ended, and says nothing meanwhile. It
 // uses j.src, which the caller leaves alone until stop returns.
 func (j *Job) announceSlotWait(ctx context.Context, slot string, replPID uint32) (stop func()) {
-	done := make(chan struct{})
-	finished := make(chan struct{})
 	began := time.Now()
-	go func() {
-		defer close(finished)
-		wait := waitNoticeAfter
-		for {
-			select {
-			case <-done:
-				return
-			case <-ctx.Done():
-				return
-			case <-time.After(wait):
-			}
-			wait = waitNoticeEvery
-			// Not under ctx: a cancelled query would close j.src.
-			blockers, err := j.transactionsOlderThan(context.WithoutCancel(ctx), began, replPID)
-			if err != nil {
-				j.log.Warn("creating the slot is taking long, and the source transactions it waits for cannot be read", "slot", slot,
-					"waited_s", fmt.Sprintf("%.0f", time.Since(began).Seconds()), "err", err)
-				continue
-			}
-			j.log.Warn("waiting: creating the slot waits until every source transaction that was running when it began, and has written, ends; end them (COMMIT or ROLLBACK in their application, or SELECT pg_terminate_backend(pid) on the source) or let them finish",
-				"slot", slot, "waited_s", fmt.Sprintf("%.0f", time.Since(began).Seconds()), "transactions", blockers)
+	return periodic.StartAfter(ctx, waitNoticeAfter, waitNoticeEvery, func(ctx context.Context) bool {
+		// Not under ctx: a cancelled query would close j.src.
+		blockers, err := j.transactionsOlderThan(context.WithoutCancel(ctx), began, replPID)
+		if err != nil {
+			j.log.Warn("creating the slot is taking long, and the source transactions it waits for cannot be read", "slot", slot,
+				"waited_s", fmt.Sprintf("%.0f", time.Since(began).Seconds()), "err", err)
+			return true
 		}
-	}()
-	return func() { close(done); <-finished }
+		j.log.Warn("waiting: creating the slot waits until every source transaction that was running when it began, and has written, ends; end them (COMMIT or ROLLBACK in their application, or SELECT pg_terminate_backend(pid) on the source) or let them finish",
+			"slot", slot, "waited_s", fmt.Sprintf("%.0f", time.Since(began).Seconds()), "transactions", blockers)
+		return true
+	})
 }
 
 // transactionsOlderThan describes the source sessions with a transaction

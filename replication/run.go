@@ -14,6 +14,7 @@ import (
 	"github.com/jackc/pglogrepl"
 	"github.com/jackc/pgx/v5/pgconn"
 
+	"github.com/pgsync/pgsync/periodic"
 	"github.com/pgsync/pgsync/pgconnect"
 )
 
@@ -216,41 +217,28 @@ func currentWAL(ctx context.Context, url string) (pglogrepl.LSN, error) {
 // instead: the walsender may decode WAL of other tables for long before
 // it reaches stopAt, and the wait must say what it waits for.
 func logProgress(ctx context.Context, log *slog.Logger, st *Stats, prepared func() int64, every time.Duration, stopAt pglogrepl.LSN) func() {
-	done, exited := make(chan struct{}), make(chan struct{})
-	go func() {
-		defer close(exited)
-		t := time.NewTicker(every)
-		defer t.Stop()
-		lastTxns, lastRows, lastSpool := st.Txns.Load(), st.Rows.Load(), st.SpoolBytes.Load()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-done:
-				return
-			case <-t.C:
-			}
-			txns, rows, spool := st.Txns.Load(), st.Rows.Load(), st.SpoolBytes.Load()
-			switch progressLineOf(txns != lastTxns || rows != lastRows || spool != lastSpool, stopAt) {
-			case progressQuiet:
-				continue
-			case progressWaiting:
-				log.Info("waiting: nothing to apply yet; run --until-caught-up exits once the source has sent up to stop_at and it is applied (SIGINT ends it sooner)",
-					"stop_at", stopAt.String(), "source_sent", pglogrepl.LSN(st.ServerEnd.Load()).String())
-				continue
-			}
-			secs := every.Seconds()
-			args := []any{"txn_per_s", int64(float64(txns-lastTxns) / secs), "rows_per_s", int64(float64(rows-lastRows) / secs),
-				lagAttr(st.LagBytes(), time.Duration(st.Silence.Load()), every), "txns", txns, "rows", rows, "spool_bytes", spool}
-			if prepared != nil {
-				args = append(args, "prepared_statements", prepared())
-			}
-			log.Info("applying", args...)
-			lastTxns, lastRows, lastSpool = txns, rows, spool
-		}
-	}()
+	lastTxns, lastRows, lastSpool := st.Txns.Load(), st.Rows.Load(), st.SpoolBytes.Load()
 	// The stop waits for the goroutine: no line is logged after it.
-	return func() { close(done); <-exited }
+	return periodic.Start(ctx, every, func(context.Context) bool {
+		txns, rows, spool := st.Txns.Load(), st.Rows.Load(), st.SpoolBytes.Load()
+		switch progressLineOf(txns != lastTxns || rows != lastRows || spool != lastSpool, stopAt) {
+		case progressQuiet:
+			return true
+		case progressWaiting:
+			log.Info("waiting: nothing to apply yet; run --until-caught-up exits once the source has sent up to stop_at and it is applied (SIGINT ends it sooner)",
+				"stop_at", stopAt.String(), "source_sent", pglogrepl.LSN(st.ServerEnd.Load()).String())
+			return true
+		}
+		secs := every.Seconds()
+		args := []any{"txn_per_s", int64(float64(txns-lastTxns) / secs), "rows_per_s", int64(float64(rows-lastRows) / secs),
+			lagAttr(st.LagBytes(), time.Duration(st.Silence.Load()), every), "txns", txns, "rows", rows, "spool_bytes", spool}
+		if prepared != nil {
+			args = append(args, "prepared_statements", prepared())
+		}
+		log.Info("applying", args...)
+		lastTxns, lastRows, lastSpool = txns, rows, spool
+		return true
+	})
 }
 
 // The progress line of one period.

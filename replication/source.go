@@ -17,6 +17,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/pgsync/pgsync/catalog"
+	"github.com/pgsync/pgsync/periodic"
 )
 
 // SourceSettings are the source settings and rights replication needs.
@@ -176,39 +177,37 @@ const slotReleaseWait = 60 * time.Second
 // a while; awaitSlot waits for it up to slotReleaseWait.
 func awaitSlot(ctx context.Context, conn *pgconn.PgConn, n Names, reconnecting bool, log *slog.Logger) error {
 	sql := "SELECT coalesce(active_pid, 0)::text, coalesce(wal_status, '') FROM pg_replication_slots WHERE slot_name = " + catalog.QuoteLiteral(n.Slot)
-	began := time.Now()
-	deadline := began.Add(slotReleaseWait)
-	var lastSaid time.Time
-	for {
+	deadline := time.Now().Add(slotReleaseWait)
+	var pid string // the walsender that holds the slot at the last look
+	released := func(ctx context.Context) (bool, error) {
 		rows, err := conn.Exec(ctx, sql).ReadAll()
 		if err != nil {
-			return fmt.Errorf("look up slot %s: %w", n.Slot, err)
+			return false, fmt.Errorf("look up slot %s: %w", n.Slot, err)
 		}
 		if len(rows) != 1 || len(rows[0].Rows) != 1 {
-			return fmt.Errorf("slot %s of job %s: %w", n.Slot, n.Job, ErrSlotMissing)
+			return false, fmt.Errorf("slot %s of job %s: %w", n.Slot, n.Job, ErrSlotMissing)
 		}
 		row := rows[0].Rows[0]
-		pid, walStatus := string(row[0]), string(row[1])
+		var walStatus string
+		pid, walStatus = string(row[0]), string(row[1])
 		if walStatus == "lost" {
-			return fmt.Errorf("slot %s of job %s: %w: the source removed WAL it still needed (max_slot_wal_keep_size)", n.Slot, n.Job, ErrSlotInvalidated)
+			return false, fmt.Errorf("slot %s of job %s: %w: the source removed WAL it still needed (max_slot_wal_keep_size)", n.Slot, n.Job, ErrSlotInvalidated)
 		}
 		if pid == "0" {
-			return nil
+			return true, nil
 		}
 		if !reconnecting || time.Now().After(deadline) {
-			return fmt.Errorf("job %s: %w: walsender PID %s on the source streams from slot %s", n.Job, ErrSlotActive, pid, n.Slot)
+			return false, fmt.Errorf("job %s: %w: walsender PID %s on the source streams from slot %s", n.Job, ErrSlotActive, pid, n.Slot)
 		}
-		if log != nil && time.Since(began) >= 5*time.Second && time.Since(lastSaid) >= 10*time.Second {
+		return false, nil
+	}
+	say := func(waited time.Duration) {
+		if log != nil {
 			log.Info("waiting for the source to release the slot: the walsender of the lost connection still holds it; pg_terminate_backend(pid) on the source ends the wait, run gives up after "+slotReleaseWait.String(),
-				"slot", n.Slot, "walsender_pid", pid, "waited_s", fmt.Sprintf("%.0f", time.Since(began).Seconds()))
-			lastSaid = time.Now()
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(500 * time.Millisecond):
+				"slot", n.Slot, "walsender_pid", pid, "waited_s", fmt.Sprintf("%.0f", waited.Seconds()))
 		}
 	}
+	return periodic.Await(ctx, periodic.Wait{Poll: 500 * time.Millisecond, SayAfter: 5 * time.Second, SayEvery: 10 * time.Second}, released, say)
 }
 
 // slotError describes a failed START_REPLICATION by its SQLSTATE.
