@@ -2,7 +2,6 @@ package apply
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"hash/maphash"
 	"log/slog"
@@ -153,15 +152,9 @@ func New(conn *pgx.Conn, opts Options) *Applier {
 // ResumeLSN reads the job's durable position: every source transaction
 // ending at or before it is already applied.
 func (a *Applier) ResumeLSN(ctx context.Context) (pglogrepl.LSN, error) {
-	p, err := ledger.ReadProgress(ctx, a.conn, a.opts.Job)
-	if errors.Is(err, ledger.ErrNoProgress) {
-		return 0, fmt.Errorf("job %s is not bootstrapped on the target (no row in pgsync.progress): run pgsync bootstrap first", a.opts.Job)
-	}
+	p, err := ledger.ReadReady(ctx, a.conn, a.opts.Job)
 	if err != nil {
 		return 0, err
-	}
-	if p.State != ledger.JobReady {
-		return 0, fmt.Errorf("job %s: bootstrap did not finish (pgsync.progress state %q): rerun pgsync bootstrap", a.opts.Job, p.State)
 	}
 	// Also creates pgsync.tables for a job bootstrapped by an earlier
 	// release: Relation reads it for every table.

@@ -67,7 +67,7 @@ already reported ready: decide whether to go on), or an error.`,
 			}
 			rep, err := j.Cutover(ctx, job.CutoverOptions{MaxLagBytes: int64(limit), LockRoles: lockRoles, Timeout: timeout, Ready: ready})
 			a.printCutover(rep, asJSON)
-			return lifecycleRemedy(err, "cutover")
+			return err
 		}),
 	}
 	c.Flags().StringVar(&maxLag, "max-lag", "64MiB", "refuse to start while the target is further behind than this")

@@ -3,7 +3,6 @@ package cmd
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -86,7 +85,7 @@ Exit status: 0 bootstrapped, 1 otherwise.`,
 			}
 			rep, err := j.Bootstrap(ctx, force, progress)
 			if err != nil {
-				return lifecycleRemedy(err, "bootstrap")
+				return err
 			}
 			a.printBootstrap(rep)
 			return nil
@@ -95,24 +94,6 @@ Exit status: 0 bootstrapped, 1 otherwise.`,
 	c.Flags().BoolVar(&force, "force", false, "tear down an existing job (slot, publication, progress) and start over, emptying its target tables")
 	c.Flags().StringVar(&metricsAddr, "metrics-addr", "", "serve Prometheus metrics of the copy at http://ADDR/metrics; off when empty")
 	return c
-}
-
-// lifecycleRemedy adds to a lifecycle error what the operator can do,
-// worded once here from the sentinel.
-func lifecycleRemedy(err error, command string) error {
-	switch {
-	case errors.Is(err, job.ErrAlreadyBootstrapped):
-		return fmt.Errorf("%w: run pgsync run, or pgsync teardown / bootstrap --force to start over", err)
-	case errors.Is(err, job.ErrForeignSlot):
-		return fmt.Errorf("%w (another target may use it): choose another job.name, or run pgsync teardown (or bootstrap --force) to drop it", err)
-	case errors.Is(err, job.ErrNotBootstrapped):
-		return fmt.Errorf("%w: run pgsync bootstrap", err)
-	case errors.Is(err, job.ErrTargetTable), errors.Is(err, job.ErrTargetLacks):
-		return fmt.Errorf("%w; nothing was recorded: fix it and rerun pgsync %s", err, command)
-	case errors.Is(err, job.ErrChecks):
-		return fmt.Errorf("%w; nothing was recorded: fix them and rerun pgsync %s", err, command)
-	}
-	return job.SlotRemedy(err)
 }
 
 func (a *app) printBootstrap(rep *job.BootstrapReport) {
@@ -185,7 +166,7 @@ Exit status: 0 the tables are added (or none is new), 1 otherwise.`,
 		RunE: a.withJob(func(ctx context.Context, j *job.Job) error {
 			rep, err := j.AddTables(ctx, force)
 			if err != nil {
-				return lifecycleRemedy(err, "add-tables")
+				return err
 			}
 			if len(rep.Removed) > 0 {
 				fmt.Fprintf(a.stdout, "removed from the job (job.tables no longer names them, their copy never finished; the partial copy stays on the target): %s\n", strings.Join(rep.Removed, ", "))
@@ -205,6 +186,9 @@ Exit status: 0 the tables are added (or none is new), 1 otherwise.`,
 			}
 			if len(rep.Unmatched) > 0 {
 				fmt.Fprintf(a.stdout, "still replicated though no longer matched by job.tables: %s\n", strings.Join(rep.Unmatched, ", "))
+			}
+			if len(rep.Failed) > 0 {
+				fmt.Fprintf(a.stdout, "not created (see the warnings): %s\n", strings.Join(rep.Failed, ", "))
 			}
 			return nil
 		}),

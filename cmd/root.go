@@ -86,10 +86,11 @@ Exit status: 0 success, 1 the command failed (one line on stderr says why),
 	root.SetArgs(args)
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	err := root.ExecuteContext(ctx)
+	ran, err := root.ExecuteContextC(ctx)
 	if err == nil {
 		return ExitOK
 	}
+	err = remedy(err, ran.Name())
 	code := ExitFailed
 	var ee *exitError
 	var ce *config.Error

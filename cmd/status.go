@@ -33,6 +33,9 @@ remedy), 1 when a server cannot be reached.`,
 			if err != nil {
 				return err
 			}
+			if st.ProblemErr != nil {
+				st.Problem = remedy(st.ProblemErr, "status").Error()
+			}
 			if asJSON {
 				enc := json.NewEncoder(a.stdout)
 				enc.SetIndent("", "  ")

@@ -29,6 +29,9 @@ type AddTablesReport struct {
 	// Unmatched are published tables job.tables no longer names; they
 	// stay in the job.
 	Unmatched []string
+	// Failed are the indexes and constraints of the added tables that
+	// could not be created (each logged as a warning with its error).
+	Failed []string
 }
 
 // AddTables adds to a ready job the tables job.tables names and its
@@ -41,12 +44,8 @@ type AddTablesReport struct {
 // rows.
 func (j *Job) AddTables(ctx context.Context, force bool) (*AddTablesReport, error) {
 	began := time.Now()
-	prog, err := ledger.ReadProgress(ctx, j.tgt, j.opts.Job)
-	if err != nil {
+	if _, err := ledger.ReadReady(ctx, j.tgt, j.opts.Job); err != nil {
 		return nil, err
-	}
-	if prog.State != ledger.JobReady {
-		return nil, fmt.Errorf("job %s (state %s): %w", j.opts.Job, prog.State, ErrNotBootstrapped)
 	}
 	slot, err := replication.Status(ctx, j.src, j.names)
 	if err != nil {
@@ -176,10 +175,11 @@ func (j *Job) AddTables(ctx context.Context, force bool) (*AddTablesReport, erro
 	}
 	// The tables become ready together, once their indexes are built too:
 	// run applies nothing to them before their keys exist.
-	results, _, err := j.copyAndBuild(ctx, tmp, fresh, objects, &snapshot.Progress{}, nil, "rerun pgsync add-tables to finish")
+	results, failed, err := j.copyAndBuild(ctx, tmp, fresh, objects, &snapshot.Progress{}, nil)
 	if err != nil {
 		return nil, err
 	}
+	rep.Failed = failed
 	if err := j.markTables(ctx, fresh, ledger.Copied, tmp.ConsistentPoint); err != nil {
 		return nil, err
 	}

@@ -234,16 +234,16 @@ func (j *Job) Bootstrap(ctx context.Context, force bool, progress *snapshot.Prog
 		} else {
 			loDone <- nil
 		}
-		results, _, err := j.copyAndBuild(ctx, slot, toCopy, nil, progress, copied, "rerun pgsync bootstrap to resume")
+		results, _, err := j.copyAndBuild(ctx, slot, toCopy, nil, progress, copied)
 		early := keys.wait()
 		loErr := <-loDone
 		if err != nil {
 			return nil, err
 		}
 		if loErr != nil {
-			return nil, fmt.Errorf("copy large objects (rerun pgsync bootstrap to resume): %w", loErr)
+			return nil, fmt.Errorf("copy large objects: %w: %w", ErrUnfinished, loErr)
 		}
-		failed, err := j.buildCreated(ctx, remaining(objects, early), "rerun pgsync bootstrap to resume")
+		failed, err := j.buildCreated(ctx, remaining(objects, early))
 		if err != nil {
 			return nil, err
 		}
@@ -251,7 +251,7 @@ func (j *Job) Bootstrap(ctx context.Context, force bool, progress *snapshot.Prog
 		rep.Results, rep.Built, rep.Failed = results, len(objects), failed
 	} else {
 		if len(objects) > 0 {
-			failed, err := j.buildCreated(ctx, objects, "rerun pgsync bootstrap to resume")
+			failed, err := j.buildCreated(ctx, objects)
 			if err != nil {
 				return nil, err
 			}
@@ -262,7 +262,7 @@ func (j *Job) Bootstrap(ctx context.Context, force bool, progress *snapshot.Prog
 		// the source has them now (cutover brings them in line anyway).
 		if len(bp.largeObjects) > 0 {
 			if rep.LargeObjects, err = j.copyLargeObjects(ctx, "", nil); err != nil {
-				return nil, fmt.Errorf("copy large objects (rerun pgsync bootstrap to resume): %w", err)
+				return nil, fmt.Errorf("copy large objects: %w: %w", ErrUnfinished, err)
 			}
 		}
 	}
@@ -421,7 +421,7 @@ func (j *Job) planLargeObjects(ctx context.Context, plan BootstrapPlan) ([]large
 	if problem, err := targetRoleProblem(ctx, j.tgt, largeobject.Roles(objs), "the large objects"); err != nil {
 		return nil, err
 	} else if problem != "" {
-		return nil, fmt.Errorf("%s: %w", problem, ErrTargetLacks)
+		return nil, fmt.Errorf("%s: %w", problem, ErrMissingRole)
 	}
 	if plan.Mode == Resume || plan.EmptyAll {
 		return objs, nil
@@ -437,7 +437,7 @@ func (j *Job) planLargeObjects(ctx context.Context, plan BootstrapPlan) ([]large
 	}
 	if len(clash) > 0 {
 		return nil, fmt.Errorf("the target has large objects of its own with the OIDs of source ones (%s): remove them (SELECT lo_unlink(oid)), or rerun with --force to replace them: %w",
-			strings.Join(clash, ", "), ErrTargetTable)
+			strings.Join(clash, ", "), ErrLargeObjectsInTheWay)
 	}
 	return objs, nil
 }

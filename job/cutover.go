@@ -143,7 +143,7 @@ func (j *Job) cutover(ctx context.Context, o CutoverOptions, rep *CutoverReport)
 			return true, nil
 		}
 		if time.Now().After(deadline) {
-			return false, fmt.Errorf("the target reached %s, not the source's %s, within --timeout %s: %w: is pgsync run running? (pgsync status)", applied, goal, o.Timeout, ErrWaitTimeout)
+			return false, fmt.Errorf("the target reached %s, not the source's %s, within --timeout %s: %w", applied, goal, o.Timeout, ErrWaitTimeout)
 		}
 		return false, nil
 	}
@@ -215,7 +215,7 @@ func (j *Job) cutover(ctx context.Context, o CutoverOptions, rep *CutoverReport)
 		return err
 	}
 	if found != "" {
-		return fmt.Errorf("%s at the cutover position, compared after the target was reported ready: %w (were writes still arriving on the source? use --lock-source)", found, ErrTablesDiffer)
+		return fmt.Errorf("%s at the cutover position, compared after the target was reported ready: %w", found, ErrTablesDiffer)
 	}
 	rep.Identical = true
 	return nil
@@ -267,12 +267,9 @@ func (j *Job) appliedAndHead(ctx context.Context) (applied, head pglogrepl.LSN, 
 	if !slot.Exists {
 		return 0, 0, fmt.Errorf("job %s: %w", j.opts.Job, replication.ErrSlotMissing)
 	}
-	prog, err := ledger.ReadProgress(ctx, j.tgt, j.opts.Job)
+	prog, err := ledger.ReadReady(ctx, j.tgt, j.opts.Job)
 	if err != nil {
 		return 0, 0, err
-	}
-	if prog.State != ledger.JobReady {
-		return 0, 0, fmt.Errorf("job %s (state %s): %w", j.opts.Job, prog.State, ErrNotBootstrapped)
 	}
 	return max(prog.LSN, slot.ConfirmedFlushLSN), slot.CurrentWALLSN, nil
 }

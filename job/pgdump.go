@@ -132,7 +132,7 @@ func (j *Job) choosePgDump(ctx context.Context, tables []catalog.Table, tp targe
 	if gaps, err := extensionGapsOf(ctx, j.tgt, exts); err != nil {
 		return nil, "", err
 	} else if refused := gaps.refused(); len(refused) > 0 {
-		return nil, "", fmt.Errorf("%s: %w", strings.Join(refused, "; "), ErrTargetLacks)
+		return nil, "", fmt.Errorf("%s: %w", strings.Join(refused, "; "), ErrMissingExtension)
 	}
 	if why, err := j.targetHoldsObjects(ctx, d.schemas); err != nil || why != "" {
 		return nil, why, err
@@ -143,7 +143,7 @@ func (j *Job) choosePgDump(ctx context.Context, tables []catalog.Table, tp targe
 	if problem, err := j.roleProblem(ctx, d.schemas); err != nil {
 		return nil, "", err
 	} else if problem != "" {
-		return nil, "", fmt.Errorf("%s: %w", problem, ErrTargetLacks)
+		return nil, "", fmt.Errorf("%s: %w", problem, ErrMissingRole)
 	}
 	dumpBegan := time.Now()
 	if err := d.dump(ctx, j.opts.SourceURL); err != nil {

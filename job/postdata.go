@@ -261,7 +261,7 @@ func (b *schemaBuilder) buildPostData(ctx context.Context) error {
 		phases[phase] = byPhase[phase]
 	}
 	if _, err := b.j.settleBuild(b.j.buildObjects(ctx, b.j.opts.MaxParallelCopies, phases)); err != nil {
-		return fmt.Errorf("create pg_dump's post-data objects (rerun pgsync bootstrap to resume): %w", err)
+		return fmt.Errorf("create pg_dump's post-data objects: %w: %w", ErrUnfinished, err)
 	}
 	return nil
 }

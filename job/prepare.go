@@ -104,7 +104,7 @@ func (j *Job) checkDefaultFunctions(ctx context.Context, p targetPlan) error {
 	}
 	if len(missingFns) > 0 {
 		return fmt.Errorf("column defaults call functions the target lacks: %s: create them on the target (the built-in creator makes no functions), or bootstrap into a target without the job's tables with a pg_dump as new as the source (job.pg_dump): %w",
-			strings.Join(missingFns, "; "), ErrTargetTable)
+			strings.Join(missingFns, "; "), ErrMissingFunction)
 	}
 	return nil
 }
@@ -119,7 +119,7 @@ func (j *Job) checkUncreatable(ctx context.Context, p targetPlan) error {
 	}
 	if len(missing) > 0 {
 		return fmt.Errorf("columns use what the target lacks and the built-in creator does not make: %s: create the extensions (CREATE EXTENSION) or collations on the target, or bootstrap into a target without the job's tables with pg_dump (job.pg_dump): %w",
-			strings.Join(missing, "; "), ErrTargetLacks)
+			strings.Join(missing, "; "), ErrMissingExtension)
 	}
 	return nil
 }
@@ -328,9 +328,10 @@ func toBuild(tables []catalog.Table, created, parents []*catalog.Table, rerun bo
 // copyAndBuild copies tables under slot's exported snapshot, closing the
 // exporting connection once every stream imported it, then builds objects
 // on the target, logging each. copied is called as each table's copy
-// commits. failed names the objects not built; remedy ends the errors.
+// commits. failed names the objects not built; an error that stops it
+// wraps ErrUnfinished (a rerun resumes).
 func (j *Job) copyAndBuild(ctx context.Context, slot *replication.Slot, tables []catalog.Table, objects []catalog.Object,
-	progress *snapshot.Progress, copied func(snapshot.TableResult) error, remedy string) (results []snapshot.TableResult, failed []string, err error) {
+	progress *snapshot.Progress, copied func(snapshot.TableResult) error) (results []snapshot.TableResult, failed []string, err error) {
 	stop := func() {}
 	if j.ShowCopy != nil {
 		stop = j.ShowCopy(progress)
@@ -351,9 +352,9 @@ func (j *Job) copyAndBuild(ctx context.Context, slot *replication.Slot, tables [
 	}, tables)
 	stop()
 	if err != nil {
-		return nil, nil, fmt.Errorf("copy (%s): %w", remedy, err)
+		return nil, nil, fmt.Errorf("copy: %w: %w", ErrUnfinished, err)
 	}
-	if failed, err = j.buildCreated(ctx, objects, remedy); err != nil {
+	if failed, err = j.buildCreated(ctx, objects); err != nil {
 		return nil, nil, err
 	}
 	return results, failed, nil
@@ -363,10 +364,10 @@ func (j *Job) copyAndBuild(ctx context.Context, slot *replication.Slot, tables [
 // max_parallel_copies at a time (build.go), each logged. failed names the
 // objects not built, each also logged as a warning; a primary key that
 // fails stops the step (settleBuild).
-func (j *Job) buildCreated(ctx context.Context, objects []catalog.Object, remedy string) (failed []string, err error) {
+func (j *Job) buildCreated(ctx context.Context, objects []catalog.Object) (failed []string, err error) {
 	failed, err = j.settleBuild(j.buildObjects(ctx, j.opts.MaxParallelCopies, builtinPhases(objects)))
 	if err != nil {
-		return nil, fmt.Errorf("create indexes and constraints (%s): %w", remedy, err)
+		return nil, fmt.Errorf("create indexes and constraints: %w: %w", ErrUnfinished, err)
 	}
 	return failed, nil
 }

@@ -105,7 +105,7 @@ func Run(ctx context.Context, opts Options, ro RunOptions, log *slog.Logger) err
 		}
 		return apply.New(conn, applyOpts), nil
 	})
-	return SlotRemedy(err)
+	return err
 }
 
 // runReadings are run's metrics over its counters and positions.

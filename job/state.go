@@ -7,30 +7,53 @@ import (
 	"github.com/jackc/pglogrepl"
 
 	"github.com/pgsync/pgsync/ledger"
+	"github.com/pgsync/pgsync/replication"
 )
 
 // The job's and each table's states, and the rules that move between them,
 // are the ledger's (ledger/states.go); this file holds the decision a
 // bootstrap takes from what the ledger records.
 
-// Sentinel errors of the lifecycle; cmd words the remedy from them.
+// Sentinel errors of the lifecycle: each says what happened; cmd words,
+// once, what the operator can do about it (cmd/remedy.go).
 var (
 	// ErrAlreadyBootstrapped: bootstrap of a job that is ready.
 	ErrAlreadyBootstrapped = errors.New("job is already bootstrapped")
 	// ErrForeignSlot: the source has the job's slot or publication but the
 	// target has no progress for it: another target may use them.
 	ErrForeignSlot = errors.New("slot or publication exists on the source without progress on the target")
-	// ErrNotBootstrapped: a command that needs a ready job.
-	ErrNotBootstrapped = errors.New("job is not bootstrapped")
+	// ErrNotBootstrapped: a command that needs a bootstrapped job, on a
+	// target without one.
+	ErrNotBootstrapped = ledger.ErrNotBootstrapped
+	// ErrBootstrapUnfinished: a command that needs a ready job, on one
+	// whose bootstrap did not finish.
+	ErrBootstrapUnfinished = ledger.ErrBootstrapUnfinished
 	// ErrChecks: a preflight check failed.
 	ErrChecks = errors.New("checks failed")
-	// ErrTargetTable: an existing target table cannot take the copy (not
-	// empty, a column missing or of another type).
+	// ErrTargetTable: an existing target table is in the way of the copy
+	// (not empty, a column missing or of another type).
 	ErrTargetTable = errors.New("target table cannot take the copy")
-	// ErrTargetLacks: the target lacks what the job's schema needs and
-	// pgsync does not create: an extension its server has not installed,
-	// a role, a type the built-in creator cannot make.
-	ErrTargetLacks = errors.New("the target lacks what the schema needs")
+	// ErrLargeObjectsInTheWay: the target has large objects of its own
+	// with the OIDs of the source's.
+	ErrLargeObjectsInTheWay = errors.New("target large objects in the way")
+	// ErrMissingExtension: an extension the job's schema needs is not
+	// installed on the target's server, or a column's type or collation
+	// needs one the built-in creator does not create.
+	ErrMissingExtension = errors.New("the target lacks an extension the schema needs")
+	// ErrMissingFunction: a column default calls a function the target
+	// lacks, and the built-in creator makes no functions.
+	ErrMissingFunction = errors.New("the target lacks a function the schema needs")
+	// ErrMissingRole: a role the schema names is missing on the target, or
+	// its user cannot give objects to it.
+	ErrMissingRole = errors.New("the target lacks a role the schema needs")
+	// ErrUnfinished: a copy or a build stopped before it finished; what
+	// it recorded lets a rerun of the same command resume.
+	ErrUnfinished = errors.New("stopped before it finished")
+	// ErrSlotMissing, ErrSlotInvalidated and ErrSlotActive are the job's
+	// slot gone, invalidated by the source, or held by another session.
+	ErrSlotMissing     = replication.ErrSlotMissing
+	ErrSlotInvalidated = replication.ErrSlotInvalidated
+	ErrSlotActive      = replication.ErrSlotActive
 )
 
 // Recorded is what the target records of a job: its pgsync.progress row

@@ -54,6 +54,9 @@ type Status struct {
 	// Problem says what stops the job from streaming and what to do, when
 	// something does.
 	Problem string `json:"problem,omitempty"`
+	// ProblemErr is the problem as an error, which cmd words into Problem
+	// with what to do.
+	ProblemErr error `json:"-"`
 }
 
 // Status reads the job's state, slot, positions and lag.
@@ -109,7 +112,7 @@ func (j *Job) Status(ctx context.Context) (*Status, error) {
 		}
 	}
 	slices.Sort(st.TablesBeingAdded)
-	st.Problem = slotProblem(st)
+	st.ProblemErr = slotProblem(st)
 	unlogged, err := catalog.UnloggedMatches(ctx, j.src, j.opts.Tables)
 	if err != nil {
 		return nil, err
@@ -139,27 +142,17 @@ func retainedWALWarning(retained, limit int64) string {
 		humanize.IBytes(uint64(retained)), humanize.IBytes(uint64(limit)))
 }
 
-// slotProblem describes a bootstrapped job whose slot cannot stream.
-func slotProblem(st *Status) string {
+// slotProblem is what stops a bootstrapped job's slot from streaming; nil
+// when nothing does.
+func slotProblem(st *Status) error {
 	if st.State == "not bootstrapped" {
-		return ""
+		return nil
 	}
 	switch {
 	case !st.SlotExists:
-		return SlotRemedy(fmt.Errorf("slot %s of job %s: %w", st.Slot, st.Job, replication.ErrSlotMissing)).Error()
+		return fmt.Errorf("slot %s of job %s: %w", st.Slot, st.Job, ErrSlotMissing)
 	case st.WALStatus == "lost":
-		return SlotRemedy(fmt.Errorf("slot %s of job %s: %w", st.Slot, st.Job, replication.ErrSlotInvalidated)).Error()
+		return fmt.Errorf("slot %s of job %s: %w", st.Slot, st.Job, ErrSlotInvalidated)
 	}
-	return ""
-}
-
-// SlotRemedy adds to a slot error what the operator can do about it.
-func SlotRemedy(err error) error {
-	switch {
-	case errors.Is(err, replication.ErrSlotInvalidated), errors.Is(err, replication.ErrSlotMissing):
-		return fmt.Errorf("%w; the job cannot resume: start over with pgsync bootstrap --force", err)
-	case errors.Is(err, replication.ErrSlotActive):
-		return fmt.Errorf("%w; stop the other pgsync run of this job first", err)
-	}
-	return err
+	return nil
 }

@@ -23,6 +23,14 @@ type Progress struct {
 // ErrNoProgress is returned by ReadProgress when the job has no row.
 var ErrNoProgress = errors.New("no progress row")
 
+// ErrNotBootstrapped and ErrBootstrapUnfinished say why a job cannot
+// stream: the target has no progress for it, or its bootstrap did not
+// finish.
+var (
+	ErrNotBootstrapped     = errors.New("job is not bootstrapped")
+	ErrBootstrapUnfinished = errors.New("bootstrap did not finish")
+)
+
 // ProgressSQL moves the job's durable position ($2, an LSN in text) and
 // the source commit time of its last transaction ($3) inside the target
 // transaction that applied up to it ($1 is the job). The applier sends it
@@ -80,4 +88,19 @@ func DeleteProgress(ctx context.Context, conn Execer, job string) error {
 		}
 	}
 	return nil
+}
+
+// ReadReady returns the progress of a job ready to stream; otherwise an
+// error wrapping ErrNotBootstrapped or ErrBootstrapUnfinished.
+func ReadReady(ctx context.Context, conn Querier, job string) (Progress, error) {
+	p, err := ReadProgress(ctx, conn, job)
+	switch {
+	case errors.Is(err, ErrNoProgress):
+		return p, fmt.Errorf("job %s (no row in pgsync.progress on the target): %w", job, ErrNotBootstrapped)
+	case err != nil:
+		return p, err
+	case p.State != JobReady:
+		return p, fmt.Errorf("job %s (pgsync.progress state %q): %w", job, p.State, ErrBootstrapUnfinished)
+	}
+	return p, nil
 }

@@ -1,0 +1,48 @@
+package cmd
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/pgsync/pgsync/job"
+)
+
+// remedy adds to err what the operator can do about it, worded here once
+// for each sentinel error the lifecycle returns; command is the pgsync
+// command that failed (a rerun of it often resumes). An error of no known
+// kind is returned as it is.
+func remedy(err error, command string) error {
+	var fix string
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, job.ErrAlreadyBootstrapped):
+		fix = "run pgsync run, or pgsync teardown / bootstrap --force to start over"
+	case errors.Is(err, job.ErrForeignSlot):
+		fix = "another target may use it: choose another job.name, or run pgsync teardown (or bootstrap --force) to drop it"
+	case errors.Is(err, job.ErrNotBootstrapped):
+		fix = "run pgsync bootstrap first"
+	case errors.Is(err, job.ErrBootstrapUnfinished):
+		fix = "rerun pgsync bootstrap: it resumes the interrupted one"
+	case errors.Is(err, job.ErrSlotMissing), errors.Is(err, job.ErrSlotInvalidated):
+		fix = "the job cannot resume: start over with pgsync bootstrap --force"
+	case errors.Is(err, job.ErrSlotActive):
+		fix = "stop the other pgsync run of this job first"
+	case errors.Is(err, job.ErrMissingFunction):
+		fix = "create them on the target (the built-in creator makes no functions), or bootstrap into a target without the job's tables with a pg_dump as new as the source (job.pg_dump); nothing was recorded: rerun pgsync " + command
+	case errors.Is(err, job.ErrTargetTable), errors.Is(err, job.ErrLargeObjectsInTheWay),
+		errors.Is(err, job.ErrMissingExtension), errors.Is(err, job.ErrMissingRole):
+		fix = "nothing was recorded: fix it and rerun pgsync " + command
+	case errors.Is(err, job.ErrChecks):
+		fix = "nothing was recorded: fix them and rerun pgsync " + command
+	case errors.Is(err, job.ErrUnfinished):
+		fix = "rerun pgsync " + command + ": it resumes where this one stopped"
+	case errors.Is(err, job.ErrWaitTimeout):
+		fix = "is pgsync run running? (pgsync status)"
+	case errors.Is(err, job.ErrTablesDiffer) && command == "cutover":
+		fix = "were writes still arriving on the source? use --lock-source"
+	default:
+		return err
+	}
+	return fmt.Errorf("%w; %s", err, fix)
+}
