@@ -4,10 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/jackc/pglogrepl"
@@ -93,197 +90,16 @@ func (j *Job) Bootstrap(ctx context.Context, force bool, progress *snapshot.Prog
 	if err != nil {
 		return nil, err
 	}
-	tables, rec, plan, toCopy, unpublished, tp, dump := bp.tables, bp.rec, bp.plan, bp.toCopy, bp.unpublished, bp.tp, bp.dump
-	rep := &BootstrapReport{Job: j.opts.Job, Mode: plan.Mode, Kept: bp.kept}
-
+	rep := &BootstrapReport{Job: j.opts.Job, Mode: bp.plan.Mode, Kept: bp.kept}
+	if bp.plan.Mode == Resume {
+		rep.StreamFrom = bp.rec.LSN
+	}
 	// Every check passed: from here on each step records what it did.
-	j.log.Info("bootstrap", "job", j.opts.Job, "mode", plan.Mode.String(), "previous_state", rec.State,
-		"tables_to_copy", len(toCopy), "tables_kept", len(rep.Kept), "force", force)
-	if err := ledger.Ensure(ctx, j.tgt); err != nil {
-		return nil, err
-	}
-	if plan.Mode != Resume {
-		if err := replication.Drop(ctx, j.src, j.names); err != nil {
-			return nil, err
-		}
-		if err := ledger.DeleteProgress(ctx, j.tgt, j.opts.Job); err != nil {
-			return nil, err
-		}
-		// An earlier bootstrap's schema record is not this one's.
-		if err := ledger.DeleteSchema(ctx, j.tgt, j.opts.Job); err != nil {
-			return nil, err
-		}
-		if _, err := ledger.MoveJob(ctx, j.tgt, j.opts.Job, ledger.JobNone, ledger.BootstrapStarted, force, 0); err != nil {
-			return nil, err
-		}
-	}
-	if err := j.markTables(ctx, toCopy, ledger.Accepted, 0); err != nil {
-		return nil, err
-	}
-	var created, parents []*catalog.Table
-	rep.Schema = "built-in"
-	if dump != nil {
-		rep.Schema = "pg_dump " + strconv.Itoa(dump.version) + ", " + dump.String()
-		if err := j.recordSchema(ctx, dump); err != nil {
-			return nil, err
-		}
-		if _, err := j.restorePreData(ctx, dump); err != nil {
-			return nil, err
-		}
-		if err := j.emptyExtensionTables(ctx, tp.create); err != nil {
-			return nil, err
-		}
-		created = tp.create
-	} else if created, parents, err = j.prepareTarget(ctx, tp); err != nil {
-		return nil, err
-	}
-	rep.Created, rep.Parents = len(created), len(parents)
-	// pg_dump's post-data objects, recorded by this bootstrap or an
-	// interrupted one, are built after the copy in place of the built-in
-	// creator's.
-	schema, err := j.openSchemaBuilder(ctx)
-	if err != nil {
-		return nil, err
-	}
-	if schema != nil {
-		defer schema.close()
-	}
-	var objects []catalog.Object
-	if schema == nil {
-		if objects, err = j.secondaryObjects(ctx, j.src, j.tgt, tables, toBuild(tables, created, parents, plan.Mode != Fresh)); err != nil {
-			return nil, err
-		}
-	}
-
-	var slot *replication.Slot
-	if plan.Mode == Resume {
-		rep.StreamFrom = rec.LSN
-		if len(unpublished) > 0 {
-			if err := replication.AddToPublication(ctx, j.src, j.names, unpublished); err != nil {
-				return nil, err
-			}
-		}
-	} else if err := replication.CreatePublication(ctx, j.src, j.names, tables); err != nil {
-		return nil, err
-	}
-	if plan.Mode != Resume || len(toCopy) > 0 {
-		repl, err := pgconnect.ConnectReplication(ctx, j.opts.SourceURL)
-		if err != nil {
-			return nil, err
-		}
-		defer repl.Close(context.WithoutCancel(ctx))
-		stop := j.announceSlotWait(ctx, j.names.Slot, repl.PID())
-		if plan.Mode == Resume {
-			// The job's slot stays where it is; the tables left to copy
-			// are copied under a snapshot of their own.
-			slot, err = replication.CreateTemporarySlot(ctx, repl, fmt.Sprintf("pgsync_resume_%d", os.Getpid()))
-		} else {
-			slot, err = replication.CreateSlot(ctx, repl, j.names)
-		}
-		stop()
-		if err != nil {
-			return nil, err
-		}
-		j.log.Info("slot created", "resume", plan.Mode == Resume, "consistent_point", slot.ConsistentPoint.String(), "snapshot", slot.SnapshotName, "tables", len(toCopy))
-	}
-	if plan.Mode != Resume {
-		rep.StreamFrom = slot.ConsistentPoint
-		if _, err := ledger.MoveJob(ctx, j.tgt, j.opts.Job, ledger.JobCopying, ledger.BootstrapStarted, force, slot.ConsistentPoint); err != nil {
-			return nil, err
-		}
-	}
-	if len(toCopy) > 0 {
-		if err := j.markTables(ctx, toCopy, ledger.CopyStarted, 0); err != nil {
-			return nil, err
-		}
-		// Each table is recorded as it commits, so that a rerun after an
-		// interruption keeps it.
-		byName := make(map[string][2]string, len(toCopy))
-		for _, t := range toCopy {
-			byName[t.String()] = [2]string{t.Schema, t.Name}
-		}
-		// A table's keys are built as soon as its copy commits, while the
-		// others copy (keyBuilder), so that a rerun keeps them too.
-		keys := j.startKeyBuilder(ctx, objects, schema)
-		var mu sync.Mutex
-		copied := func(r snapshot.TableResult) error {
-			mu.Lock()
-			defer mu.Unlock()
-			if err := ledger.MarkTables(ctx, j.tgt, j.opts.Job, [][2]string{byName[r.Table]}, ledger.TableReady, slot.ConsistentPoint); err != nil {
-				return err
-			}
-			keys.add(r.Table)
-			return nil
-		}
-		// Large objects are copied beside the tables, under the same
-		// snapshot: their session imports it before the copy's streams
-		// let the exporting connection go.
-		loDone := make(chan error, 1)
-		if len(bp.largeObjects) > 0 {
-			loCtx, loImported := ctx, make(chan struct{})
-			go func() {
-				n, err := j.copyLargeObjects(loCtx, slot.SnapshotName, loImported)
-				rep.LargeObjects = n
-				loDone <- err
-			}()
-			select {
-			case <-loImported:
-			case err := <-loDone:
-				return nil, err
-			}
-		} else {
-			loDone <- nil
-		}
-		results, _, err := j.copyAndBuild(ctx, slot, toCopy, nil, progress, copied)
-		early := keys.wait()
-		loErr := <-loDone
-		if err != nil {
-			return nil, err
-		}
-		if loErr != nil {
-			return nil, fmt.Errorf("copy large objects: %w: %w", ErrUnfinished, loErr)
-		}
-		failed, err := j.buildCreated(ctx, remaining(objects, early))
-		if err != nil {
-			return nil, err
-		}
-		// Built counts those built while the copy ran too.
-		rep.Results, rep.Built, rep.Failed = results, len(objects), failed
-	} else {
-		if len(objects) > 0 {
-			failed, err := j.buildCreated(ctx, objects)
-			if err != nil {
-				return nil, err
-			}
-			rep.Built, rep.Failed = len(objects), failed
-		}
-		// A resumed bootstrap with no table left to copy has no snapshot:
-		// the large objects an interrupted one did not copy are copied as
-		// the source has them now (cutover brings them in line anyway).
-		if len(bp.largeObjects) > 0 {
-			if rep.LargeObjects, err = j.copyLargeObjects(ctx, "", nil); err != nil {
-				return nil, fmt.Errorf("copy large objects: %w: %w", ErrUnfinished, err)
-			}
-		}
-	}
-	if schema != nil {
-		if err := schema.buildPostData(ctx); err != nil {
-			return nil, err
-		}
-	}
-	if dump != nil || schema != nil {
-		// Counted from the record, built now or by an interrupted run,
-		// during the copy or after it: the same on every run.
-		built, failed, err := j.schemaCounts(ctx)
-		if err != nil {
-			return nil, err
-		}
-		rep.Built, rep.Failed = built, failed
-		if err := j.refreshMaterializedViews(ctx); err != nil {
-			j.log.Warn("materialized view not refreshed: it stays empty until REFRESH MATERIALIZED VIEW", "err", err)
-		}
-	}
-	if _, err := ledger.MoveJob(ctx, j.tgt, j.opts.Job, ledger.JobCopying, ledger.BootstrapDone, force, rep.StreamFrom); err != nil {
+	j.log.Info("bootstrap", "job", j.opts.Job, "mode", bp.plan.Mode.String(), "previous_state", bp.rec.State,
+		"tables_to_copy", len(bp.toCopy), "tables_kept", len(rep.Kept), "force", force)
+	run := &bootstrapRun{j: j, bp: bp, rep: rep, force: force, progress: progress}
+	defer run.close(ctx)
+	if err := runSteps(ctx, j.log, "bootstrap", bootstrapSteps(bp.shape(), run)); err != nil {
 		return nil, err
 	}
 	rep.Seconds = time.Since(began).Seconds()
@@ -292,7 +108,7 @@ func (j *Job) Bootstrap(ctx context.Context, force bool, progress *snapshot.Prog
 		rows += r.Rows
 		bytes += r.Bytes
 	}
-	j.log.Info("bootstrap done", "job", j.opts.Job, "mode", plan.Mode.String(), "tables", len(rep.Results), "tables_kept", len(rep.Kept),
+	j.log.Info("bootstrap done", "job", j.opts.Job, "mode", bp.plan.Mode.String(), "tables", len(rep.Results), "tables_kept", len(rep.Kept),
 		"rows", rows, "bytes", bytes, "seconds", fmt.Sprintf("%.2f", rep.Seconds),
 		"mb_per_s", fmt.Sprintf("%.1f", float64(bytes)/1e6/rep.Seconds), "stream_from", rep.StreamFrom.String())
 	return rep, nil
@@ -311,6 +127,21 @@ type bootstrapPlan struct {
 	// largeObjects are the source's large objects, copied beside the
 	// tables under the same snapshot.
 	largeObjects []largeobject.Object
+	// archivePending: an interrupted bootstrap recorded pg_dump's archive
+	// and some of its post-data objects are not built yet (Resume).
+	archivePending bool
+}
+
+// shape is what decides the bootstrap's steps (bootstrapSteps).
+func (bp *bootstrapPlan) shape() bootstrapShape {
+	return bootstrapShape{
+		mode:         bp.plan.Mode,
+		pgDump:       bp.dump != nil,
+		archive:      bp.dump != nil || bp.plan.Mode == Resume && bp.archivePending,
+		copy:         len(bp.toCopy) > 0,
+		unpublished:  len(bp.unpublished) > 0,
+		largeObjects: len(bp.largeObjects) > 0,
+	}
 }
 
 // planBootstrap reads, and changes nothing on either server: the job's
@@ -348,65 +179,80 @@ func (j *Job) planBootstrap(ctx context.Context, force bool) (*bootstrapPlan, er
 		return nil, err
 	}
 	bp := &bootstrapPlan{tables: tables, rec: rec, plan: plan}
-	var toCopy []catalog.Table
-	matched := make(map[string]bool, len(tables))
-	for _, t := range tables {
-		matched[t.String()] = true
-		if _, ok := plan.Keep[t.String()]; ok {
-			bp.kept = append(bp.kept, t.String())
-			continue
-		}
-		toCopy = append(toCopy, t)
-	}
-	var unpublished []catalog.Table
-	if plan.Mode == Resume {
-		published, err := replication.PublishedTables(ctx, j.src, j.names.Publication)
-		if err != nil {
-			return nil, err
-		}
-		isPublished := make(map[string]bool, len(published))
-		for _, p := range published {
-			name := p[0] + "." + p[1]
-			isPublished[name] = true
-			if !matched[name] {
-				return nil, fmt.Errorf("job.tables no longer names %s, published by the interrupted bootstrap: name it again, or start over with bootstrap --force", name)
-			}
-		}
-		for _, t := range toCopy {
-			if !isPublished[t.String()] {
-				unpublished = append(unpublished, t)
-			}
-		}
-	}
-	tp, err := j.planTarget(ctx, tablePtrs(toCopy), plan.Owned, plan.EmptyAll)
-	if err != nil {
+	if err := j.planTables(ctx, bp); err != nil {
 		return nil, err
 	}
-	// The schema: from pg_dump into a target without the job's tables,
-	// else the built-in creator, which makes no functions.
-	var dump *dumpScope
-	if plan.Mode != Resume {
-		var why string
-		if dump, why, err = j.choosePgDump(ctx, tables, tp); err != nil {
-			return nil, err
-		}
-		if dump == nil && len(tp.create) > 0 {
-			j.log.Info("the built-in creator makes the missing tables, their types, keys, indexes and constraints (not functions, views, triggers, policies, grants or comments)", "why_not_pg_dump", why)
-		}
+	if bp.tp, err = j.planTarget(ctx, tablePtrs(bp.toCopy), plan.Owned, plan.EmptyAll); err != nil {
+		return nil, err
 	}
-	if dump == nil {
-		if err := j.checkUncreatable(ctx, tp); err != nil {
-			return nil, err
-		}
-		if err := j.checkDefaultFunctions(ctx, tp); err != nil {
-			return nil, err
-		}
+	if err := j.planSchema(ctx, bp); err != nil {
+		return nil, err
 	}
 	if bp.largeObjects, err = j.planLargeObjects(ctx, plan); err != nil {
 		return nil, err
 	}
-	bp.toCopy, bp.unpublished, bp.tp, bp.dump = toCopy, unpublished, tp, dump
 	return bp, nil
+}
+
+// planTables splits the job's tables into those an interrupted bootstrap
+// copied (kept) and those to copy, and for a resumed bootstrap finds those
+// to copy that its publication lacks, and refuses a published table
+// job.tables no longer names.
+func (j *Job) planTables(ctx context.Context, bp *bootstrapPlan) error {
+	matched := make(map[string]bool, len(bp.tables))
+	for _, t := range bp.tables {
+		matched[t.String()] = true
+		if _, ok := bp.plan.Keep[t.String()]; ok {
+			bp.kept = append(bp.kept, t.String())
+			continue
+		}
+		bp.toCopy = append(bp.toCopy, t)
+	}
+	if bp.plan.Mode != Resume {
+		return nil
+	}
+	published, err := replication.PublishedTables(ctx, j.src, j.names.Publication)
+	if err != nil {
+		return err
+	}
+	isPublished := make(map[string]bool, len(published))
+	for _, p := range published {
+		name := p[0] + "." + p[1]
+		isPublished[name] = true
+		if !matched[name] {
+			return fmt.Errorf("job.tables no longer names %s, published by the interrupted bootstrap: name it again, or start over with bootstrap --force", name)
+		}
+	}
+	for _, t := range bp.toCopy {
+		if !isPublished[t.String()] {
+			bp.unpublished = append(bp.unpublished, t)
+		}
+	}
+	archive, err := ledger.PendingArchive(ctx, j.tgt, j.opts.Job)
+	bp.archivePending = archive != nil
+	return err
+}
+
+// planSchema chooses where the schema comes from: pg_dump, into a target
+// without the job's tables, else the built-in creator, which makes no
+// functions and no extension's types (refused now, before any write).
+func (j *Job) planSchema(ctx context.Context, bp *bootstrapPlan) (err error) {
+	if bp.plan.Mode != Resume {
+		var why string
+		if bp.dump, why, err = j.choosePgDump(ctx, bp.tables, bp.tp); err != nil {
+			return err
+		}
+		if bp.dump == nil && len(bp.tp.create) > 0 {
+			j.log.Info("the built-in creator makes the missing tables, their types, keys, indexes and constraints (not functions, views, triggers, policies, grants or comments)", "why_not_pg_dump", why)
+		}
+	}
+	if bp.dump != nil {
+		return nil
+	}
+	if err := j.checkUncreatable(ctx, bp.tp); err != nil {
+		return err
+	}
+	return j.checkDefaultFunctions(ctx, bp.tp)
 }
 
 // planLargeObjects reads the source's large objects and refuses, before
