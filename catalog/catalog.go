@@ -85,7 +85,11 @@ func (t *Table) Ident() string { return pgx.Identifier{t.Schema, t.Name}.Sanitiz
 
 // CopiedColumns returns the quoted column list that COPY and verify read:
 // every column except generated ones.
-func (t *Table) CopiedColumns() string {
+func (t *Table) CopiedColumns() string { return t.CopiedColumnsCast(nil) }
+
+// CopiedColumnsCast is CopiedColumns with each column named in casts read
+// as the type it gives ("col::type").
+func (t *Table) CopiedColumnsCast(casts map[string]string) string {
 	var b strings.Builder
 	for _, c := range t.Columns {
 		if c.Generated != "" {
@@ -95,6 +99,9 @@ func (t *Table) CopiedColumns() string {
 			b.WriteString(", ")
 		}
 		b.WriteString(QuoteIdent(c.Name))
+		if cast := casts[c.Name]; cast != "" {
+			b.WriteString("::" + cast)
+		}
 	}
 	return b.String()
 }

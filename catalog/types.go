@@ -50,6 +50,17 @@ type UserType struct {
 // String returns schema.name.
 func (u UserType) String() string { return u.Schema + "." + u.Name }
 
+// typeDependencies is the recursive step of a walk over the types a
+// column uses (the CTE "used" with columns oid and depth): an array's
+// element, a domain's base, a composite's attributes, a range's subtype.
+const typeDependencies = `  CROSS JOIN LATERAL (
+    SELECT t.typelem AS dep FROM pg_type t WHERE t.oid = u.oid AND t.typcategory = 'A' AND t.typelem <> 0
+    UNION ALL SELECT t.typbasetype FROM pg_type t WHERE t.oid = u.oid AND t.typtype = 'd'
+    UNION ALL SELECT a.atttypid FROM pg_type t JOIN pg_attribute a ON a.attrelid = t.typrelid AND a.attnum > 0 AND NOT a.attisdropped
+              WHERE t.oid = u.oid AND t.typtype = 'c'
+    UNION ALL SELECT r.rngsubtype FROM pg_range r WHERE r.rngtypid = u.oid) d
+  WHERE u.depth < 20`
+
 // UsedTypes returns the user-defined types the columns of tables use, on the
 // source, each after the types it depends on (a domain after its base type,
 // a composite after its attributes' types, arrays through their element
@@ -62,13 +73,7 @@ WITH RECURSIVE used(oid, depth) AS (
   WHERE a.attrelid = ANY (SELECT to_regclass(x) FROM unnest($1::text[]) x) AND a.attnum > 0 AND NOT a.attisdropped
   UNION
   SELECT d.dep, u.depth + 1 FROM used u
-  CROSS JOIN LATERAL (
-    SELECT t.typelem AS dep FROM pg_type t WHERE t.oid = u.oid AND t.typcategory = 'A' AND t.typelem <> 0
-    UNION ALL SELECT t.typbasetype FROM pg_type t WHERE t.oid = u.oid AND t.typtype = 'd'
-    UNION ALL SELECT a.atttypid FROM pg_type t JOIN pg_attribute a ON a.attrelid = t.typrelid AND a.attnum > 0 AND NOT a.attisdropped
-              WHERE t.oid = u.oid AND t.typtype = 'c'
-    UNION ALL SELECT r.rngsubtype FROM pg_range r WHERE r.rngtypid = u.oid) d
-  WHERE u.depth < 20
+`+typeDependencies+`
 )
 SELECT n.nspname::text, t.typname::text,
   CASE t.typtype
@@ -524,13 +529,7 @@ WITH RECURSIVE used(col, oid, depth) AS (
   WHERE a.attrelid = ANY (SELECT to_regclass(x) FROM unnest($1::text[]) x) AND a.attnum > 0 AND NOT a.attisdropped
   UNION
   SELECT u.col, d.dep, u.depth + 1 FROM used u
-  CROSS JOIN LATERAL (
-    SELECT t.typelem AS dep FROM pg_type t WHERE t.oid = u.oid AND t.typcategory = 'A' AND t.typelem <> 0
-    UNION ALL SELECT t.typbasetype FROM pg_type t WHERE t.oid = u.oid AND t.typtype = 'd'
-    UNION ALL SELECT a.atttypid FROM pg_type t JOIN pg_attribute a ON a.attrelid = t.typrelid AND a.attnum > 0 AND NOT a.attisdropped
-              WHERE t.oid = u.oid AND t.typtype = 'c'
-    UNION ALL SELECT r.rngsubtype FROM pg_range r WHERE r.rngtypid = u.oid) d
-  WHERE u.depth < 20
+`+typeDependencies+`
 )
 SELECT DISTINCT u.col, 'type', n.nspname::text, t.typname::text,
   coalesce((SELECT e.extname::text FROM pg_depend d JOIN pg_extension e ON e.oid = d.refobjid

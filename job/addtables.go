@@ -272,13 +272,7 @@ func (r *addTablesRun) publishTables(ctx context.Context) error {
 // it was published ends before the consistent point and is in the copy;
 // every later one is streamed by the job's slot.
 func (r *addTablesRun) createSlot(ctx context.Context) (err error) {
-	j := r.j
-	if r.repl, err = pgconnect.ConnectReplication(ctx, j.opts.SourceURL); err != nil {
-		return err
-	}
-	stop := j.announceSlotWait(ctx, j.names.Slot, r.repl.PID())
-	r.slot, err = replication.CreateTemporarySlot(ctx, r.repl, fmt.Sprintf("pgsync_add_%d", os.Getpid()))
-	stop()
+	r.repl, r.slot, err = r.j.createSlot(ctx, fmt.Sprintf("pgsync_add_%d", os.Getpid()), len(r.ap.fresh))
 	return err
 }
 

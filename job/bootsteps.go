@@ -175,25 +175,14 @@ func (r *bootstrapRun) publishTablesLeft(ctx context.Context) error {
 
 // createSlot creates the job's slot, or for a resumed bootstrap a
 // temporary one whose snapshot the tables left are copied under (the job's
-// slot stays where it is). Its connection stays open: it holds the
-// snapshot.
+// slot stays where it is).
 func (r *bootstrapRun) createSlot(ctx context.Context) (err error) {
-	j := r.j
-	if r.repl, err = pgconnect.ConnectReplication(ctx, j.opts.SourceURL); err != nil {
-		return err
-	}
-	stop := j.announceSlotWait(ctx, j.names.Slot, r.repl.PID())
+	temporary := ""
 	if r.bp.plan.Mode == Resume {
-		r.slot, err = replication.CreateTemporarySlot(ctx, r.repl, fmt.Sprintf("pgsync_resume_%d", os.Getpid()))
-	} else {
-		r.slot, err = replication.CreateSlot(ctx, r.repl, j.names)
+		temporary = fmt.Sprintf("pgsync_resume_%d", os.Getpid())
 	}
-	stop()
-	if err != nil {
-		return err
-	}
-	j.log.Info("slot created", "resume", r.bp.plan.Mode == Resume, "consistent_point", r.slot.ConsistentPoint.String(), "snapshot", r.slot.SnapshotName, "tables", len(r.bp.toCopy))
-	return nil
+	r.repl, r.slot, err = r.j.createSlot(ctx, temporary, len(r.bp.toCopy))
+	return err
 }
 
 func (r *bootstrapRun) recordConsistentPoint(ctx context.Context) error {
@@ -307,4 +296,29 @@ func (r *bootstrapRun) countSchema(ctx context.Context) (err error) {
 func (r *bootstrapRun) recordReady(ctx context.Context) error {
 	_, err := ledger.MoveJob(ctx, r.j.tgt, r.j.opts.Job, ledger.JobCopying, ledger.BootstrapDone, r.force, r.rep.StreamFrom)
 	return err
+}
+
+// createSlot creates the job's slot, or the temporary slot named
+// temporary when set, on a replication connection of its own, saying what
+// the creation waits for while it waits. The connection stays open for
+// the caller to close: it holds the slot's exported snapshot.
+func (j *Job) createSlot(ctx context.Context, temporary string, tables int) (*pgconn.PgConn, *replication.Slot, error) {
+	repl, err := pgconnect.ConnectReplication(ctx, j.opts.SourceURL)
+	if err != nil {
+		return nil, nil, err
+	}
+	stop := j.announceSlotWait(ctx, j.names.Slot, repl.PID())
+	var slot *replication.Slot
+	if temporary != "" {
+		slot, err = replication.CreateTemporarySlot(ctx, repl, temporary)
+	} else {
+		slot, err = replication.CreateSlot(ctx, repl, j.names)
+	}
+	stop()
+	if err != nil {
+		repl.Close(context.WithoutCancel(ctx))
+		return nil, nil, err
+	}
+	j.log.Info("slot created", "temporary", temporary != "", "consistent_point", slot.ConsistentPoint.String(), "snapshot", slot.SnapshotName, "tables", tables)
+	return repl, slot, nil
 }

@@ -8,7 +8,6 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io"
-	"strings"
 	"text/tabwriter"
 
 	"github.com/jackc/pgx/v5"
@@ -42,23 +41,10 @@ func (r Result) Match() bool { return r.Source == r.Target }
 // duplicated row. casts names, by column, the type a column is read as
 // (the source's side of a widened column, catalog.ComparisonCast).
 func hashSQL(t *catalog.Table, casts map[string]string, only bool) string {
-	var cols strings.Builder
-	for _, c := range t.Columns {
-		if c.Generated != "" {
-			continue
-		}
-		if cols.Len() > 0 {
-			cols.WriteString(", ")
-		}
-		cols.WriteString(catalog.QuoteIdent(c.Name))
-		if cast := casts[c.Name]; cast != "" {
-			cols.WriteString("::" + cast)
-		}
-	}
 	return fmt.Sprintf(`SELECT count(*),
   coalesce(sum(('x' || substr(h, 1, 16))::bit(64)::bigint::numeric), 0)::text || '/' ||
   coalesce(sum(('x' || substr(h, 17, 16))::bit(64)::bigint::numeric), 0)::text
-FROM (SELECT md5(ROW(%s)::text) AS h FROM %s%s) rows`, cols.String(), map[bool]string{true: "ONLY ", false: ""}[only], t.Ident())
+FROM (SELECT md5(ROW(%s)::text) AS h FROM %s%s) rows`, t.CopiedColumnsCast(casts), map[bool]string{true: "ONLY ", false: ""}[only], t.Ident())
 }
 
 // hashTable hashes t on conn, its columns read as casts says, in conn's
