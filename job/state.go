@@ -28,6 +28,9 @@ var (
 	// ErrBootstrapUnfinished: a command that needs a ready job, on one
 	// whose bootstrap did not finish.
 	ErrBootstrapUnfinished = ledger.ErrBootstrapUnfinished
+	// ErrJobReversed: cutover --reverse ended the job; the reverse job
+	// streams the other way.
+	ErrJobReversed = ledger.ErrJobReversed
 	// ErrChecks: a preflight check failed.
 	ErrChecks = errors.New("checks failed")
 	// ErrTargetTable: an existing target table is in the way of the copy
@@ -117,6 +120,8 @@ func PlanBootstrap(rec Recorded, force bool) (BootstrapPlan, error) {
 		return p, nil
 	case ledger.JobReady:
 		return p, ErrAlreadyBootstrapped
+	case ledger.JobReversed:
+		return p, ErrJobReversed
 	case ledger.JobCopying:
 	default:
 		return p, fmt.Errorf("job in state %q: %w", rec.State, ledger.ErrTransition)

@@ -39,6 +39,11 @@ func TestPlanBootstrap(t *testing.T) {
 			mode: Restart, owned: []string{"public.done", "public.half", "public.later"}},
 		{name: "interrupted, slot dropped", rec: Recorded{State: ledger.JobCopying, LSN: c1, Publication: true, Tables: tables},
 			mode: Restart, owned: []string{"public.done", "public.half", "public.later"}},
+		{name: "reversed by cutover --reverse", rec: Recorded{State: ledger.JobReversed, LSN: c1, Publication: false}, err: ErrJobReversed},
+		{name: "reversed, forced", rec: Recorded{State: ledger.JobReversed, LSN: c1}, force: true, mode: Restart, all: true},
+		{name: "rerun after a refused fresh bootstrap (checks, a table in the way, a missing extension, role or function): nothing recorded", rec: Recorded{}, mode: Fresh},
+		{name: "rerun after a refused resume: still copying with its slot", rec: Recorded{State: ledger.JobCopying, LSN: c1, Slot: true, Publication: true, Tables: tables},
+			mode: Resume, keep: []string{"public.done", "public.later"}, owned: []string{"public.half"}},
 		{name: "unknown state", rec: Recorded{State: "bogus"}, err: ledger.ErrTransition},
 	}
 	for _, tt := range tests {

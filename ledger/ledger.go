@@ -2,8 +2,9 @@
 // pgsync: the job's position and state (pgsync.progress), its tables'
 // states (pgsync.tables), the schema archive and the post-data objects a
 // bootstrap builds (pgsync.schema_archive, pgsync.schema_objects), the last
-// comparison (pgsync.verifications) and the large objects it copied
-// (pgsync.large_objects). Their DDL, their upgrades, their typed states
+// comparison (pgsync.verifications), the large objects it copied
+// (pgsync.large_objects) and, for a job made by cutover --reverse, the
+// roles that cutover locked (pgsync.locked_roles). Their DDL, their upgrades, their typed states
 // and the only rules that move between states are here; nothing outside
 // this package writes a pgsync table.
 package ledger
@@ -106,7 +107,7 @@ func deleteJobRows(ctx context.Context, q Execer, table, job string) error {
 // schema archive and objects, its last comparison and its large objects'
 // record. A missing table or row is fine.
 func DeleteJob(ctx context.Context, q Execer, job string) error {
-	for _, t := range []string{"progress", "tables", "schema_archive", "schema_objects", "verifications", "large_objects"} {
+	for _, t := range []string{"progress", "tables", "schema_archive", "schema_objects", "verifications", "large_objects", "locked_roles"} {
 		if err := deleteJobRows(ctx, q, t, job); err != nil {
 			return err
 		}

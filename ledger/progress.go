@@ -29,6 +29,9 @@ var ErrNoProgress = errors.New("no progress row")
 var (
 	ErrNotBootstrapped     = errors.New("job is not bootstrapped")
 	ErrBootstrapUnfinished = errors.New("bootstrap did not finish")
+	// ErrJobReversed: cutover --reverse ended the job; the reverse job
+	// streams the other way.
+	ErrJobReversed = errors.New("job was reversed by cutover --reverse")
 )
 
 // ProgressSQL moves the job's durable position ($2, an LSN in text) and
@@ -99,6 +102,8 @@ func ReadReady(ctx context.Context, conn Querier, job string) (Progress, error) 
 		return p, fmt.Errorf("job %s (no row in pgsync.progress on the target): %w", job, ErrNotBootstrapped)
 	case err != nil:
 		return p, err
+	case p.State == JobReversed:
+		return p, fmt.Errorf("job %s (at %s): %w", job, p.LSN, ErrJobReversed)
 	case p.State != JobReady:
 		return p, fmt.Errorf("job %s (pgsync.progress state %q): %w", job, p.State, ErrBootstrapUnfinished)
 	}

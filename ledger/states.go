@@ -23,6 +23,9 @@ const (
 	JobCopying JobState = "copying"
 	// JobReady marks a bootstrapped job: pgsync run streams from its LSN.
 	JobReady JobState = "ready"
+	// JobReversed marks a job that cutover --reverse ended: its slot is
+	// gone, and its target is the source of the reverse job.
+	JobReversed JobState = "reversed"
 )
 
 // String names the state as status prints it.
@@ -45,6 +48,13 @@ const (
 	BootstrapDone JobEvent = "bootstrap done"
 	// TornDown: teardown removed the job.
 	TornDown JobEvent = "torn down"
+	// Reversed: cutover --reverse ended the job and set up the reverse
+	// one.
+	Reversed JobEvent = "reversed"
+	// Established: cutover --reverse of the opposite job made this one,
+	// ready at its new slot's consistent point (over a job of the same
+	// name that was reversed before, when it goes forward again).
+	Established JobEvent = "established"
 )
 
 // NextJobState returns the state a job in state from moves to on ev. A
@@ -62,6 +72,14 @@ func NextJobState(from JobState, ev JobEvent, force bool) (JobState, error) {
 		}
 	case TornDown:
 		return JobNone, nil
+	case Reversed:
+		if from == JobReady || from == JobReversed {
+			return JobReversed, nil
+		}
+	case Established:
+		if from == JobNone || from == JobReversed {
+			return JobReady, nil
+		}
 	}
 	return from, fmt.Errorf("job in state %q on %s: %w", from, ev, ErrTransition)
 }

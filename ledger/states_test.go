@@ -38,20 +38,22 @@ func TestNextTableState(t *testing.T) {
 }
 
 func TestNextJobState(t *testing.T) {
-	states := []JobState{JobNone, JobCopying, JobReady}
-	events := []JobEvent{BootstrapStarted, BootstrapDone, TornDown}
+	states := []JobState{JobNone, JobCopying, JobReady, JobReversed}
+	events := []JobEvent{BootstrapStarted, BootstrapDone, TornDown, Reversed, Established}
 	type out struct {
 		to JobState
 		ok bool
 	}
 	for _, force := range []bool{false, true} {
 		want := map[JobState]map[JobEvent]out{
-			JobNone:    {BootstrapStarted: {JobCopying, true}, TornDown: {JobNone, true}},
-			JobCopying: {BootstrapStarted: {JobCopying, true}, BootstrapDone: {JobReady, true}, TornDown: {JobNone, true}},
-			JobReady:   {TornDown: {JobNone, true}},
+			JobNone:     {BootstrapStarted: {JobCopying, true}, TornDown: {JobNone, true}, Established: {JobReady, true}},
+			JobCopying:  {BootstrapStarted: {JobCopying, true}, BootstrapDone: {JobReady, true}, TornDown: {JobNone, true}},
+			JobReady:    {TornDown: {JobNone, true}, Reversed: {JobReversed, true}},
+			JobReversed: {TornDown: {JobNone, true}, Reversed: {JobReversed, true}, Established: {JobReady, true}},
 		}
-		if force { // bootstrap --force starts a ready job over
+		if force { // bootstrap --force starts a ready or reversed job over
 			want[JobReady][BootstrapStarted] = out{JobCopying, true}
+			want[JobReversed][BootstrapStarted] = out{JobCopying, true}
 		}
 		for _, from := range states {
 			for _, ev := range events {

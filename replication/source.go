@@ -347,3 +347,35 @@ func CommittedHead(ctx context.Context, conn *pgx.Conn) (pglogrepl.LSN, error) {
 	}
 	return head, nil
 }
+
+// End ends the job's slot and publication while a pgsync run may stream
+// from the slot: its walsender is terminated (it exits within 5 s, or End
+// fails), then both are dropped. cutover --reverse ends the forward job so,
+// so that nothing it streams echoes back.
+func End(ctx context.Context, conn *pgx.Conn, n Names) error {
+	var pid *int32
+	err := conn.QueryRow(ctx, `SELECT active_pid FROM pg_replication_slots WHERE slot_name = $1`, n.Slot).Scan(&pid)
+	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+		return fmt.Errorf("look up slot %s: %w", n.Slot, err)
+	}
+	if pid != nil {
+		if _, err := conn.Exec(ctx, `SELECT pg_terminate_backend($1)`, *pid); err != nil {
+			return fmt.Errorf("end the session streaming slot %s (process %d): %w", n.Slot, *pid, err)
+		}
+		deadline := time.Now().Add(5 * time.Second)
+		released := func(ctx context.Context) (bool, error) {
+			var active bool
+			if err := conn.QueryRow(ctx, `SELECT coalesce((SELECT active FROM pg_replication_slots WHERE slot_name = $1), false)`, n.Slot).Scan(&active); err != nil {
+				return false, fmt.Errorf("look up slot %s: %w", n.Slot, err)
+			}
+			if active && time.Now().After(deadline) {
+				return false, fmt.Errorf("slot %s: %w 5 s after its session was terminated", n.Slot, ErrSlotActive)
+			}
+			return !active, nil
+		}
+		if err := periodic.Await(ctx, periodic.Wait{Poll: 5 * time.Millisecond}, released, nil); err != nil {
+			return err
+		}
+	}
+	return Drop(ctx, conn, n)
+}
