@@ -59,6 +59,10 @@ type Options struct {
 	// type the target's column cannot hold widen that column; without it,
 	// both stop with the statement that would.
 	AddColumns bool
+	// Shapes remembers the tables whose schema check passed (ShapeCache):
+	// give every Applier of a run the same one, so that a reconnect checks
+	// no unchanged table again. Nil: the Applier keeps one of its own.
+	Shapes *ShapeCache
 	// Connect opens another target connection as run's own: with it, a
 	// transaction the source streams is applied as it arrives, by a second
 	// Applier (OpenStreamed, tuning.apply_streamed); nil applies it at its
@@ -138,6 +142,9 @@ func New(conn *pgx.Conn, opts Options) *Applier {
 	}
 	if opts.MaxBatchBytes <= 0 {
 		opts.MaxBatchBytes = 4 << 20
+	}
+	if opts.Shapes == nil {
+		opts.Shapes = NewShapeCache()
 	}
 	a := &Applier{
 		conn:      conn,

@@ -81,7 +81,10 @@ func Run(ctx context.Context, opts Options, ro RunOptions, log *slog.Logger) err
 		Prepared:      prepared.Load,
 	}
 	applyOpts := apply.Options{Job: opts.Job, Selected: ro.Selected, MaxBatchRows: ro.MaxBatchRows, MaxBatchBytes: ro.MaxBatchBytes,
-		Prepared: prepared, Logger: log, AddColumns: ro.AddColumns, SourceColumns: sourceColumns(opts.SourceURL)}
+		Prepared: prepared, Logger: log, AddColumns: ro.AddColumns, SourceColumns: sourceColumns(opts.SourceURL),
+		// One for the whole run: the tables checked in a session are not
+		// checked again after a reconnect unless they changed.
+		Shapes: apply.NewShapeCache()}
 	if ro.ApplyStreamedAsReceived {
 		applyOpts.Connect = func(ctx context.Context) (*pgx.Conn, error) {
 			return pgconnect.ConnectTarget(ctx, opts.TargetURL)
