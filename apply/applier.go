@@ -31,7 +31,7 @@ type Options struct {
 	// Prepared, when set, holds the number of statements prepared on the
 	// target connection: the Applier keeps it, across sessions when the
 	// caller passes the same counter to each, for the progress line
-	// (replication.RunOptions.Prepared), pgsync_prepared_statements and the
+	// (replication.StreamOptions.Prepared), pgsync_prepared_statements and the
 	// soak test.
 	Prepared *atomic.Int64
 	// Metrics, when set, counts rows by table and times target commits.

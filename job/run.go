@@ -66,8 +66,8 @@ func Run(ctx context.Context, opts Options, ro RunOptions, log *slog.Logger) err
 	stats := &replication.Stats{}
 	// Kept by apply, read by the progress line and the metrics.
 	prepared := &atomic.Int64{}
-	runOpts := replication.RunOptions{
-		StreamOptions: replication.StreamOptions{
+	streamOpts := replication.StreamOptions{
+		SessionOptions: replication.SessionOptions{
 			Names:              names,
 			MaxInflightBytes:   ro.MaxInflightBytes,
 			Logger:             log,
@@ -101,7 +101,7 @@ func Run(ctx context.Context, opts Options, ro RunOptions, log *slog.Logger) err
 			return err
 		}
 	}
-	err := replication.Run(ctx, runOpts, func(ctx context.Context) (replication.Target, error) {
+	err := replication.Stream(ctx, streamOpts, func(ctx context.Context) (replication.Target, error) {
 		conn, err := pgconnect.ConnectTarget(ctx, opts.TargetURL)
 		if err != nil {
 			return nil, err
