@@ -1,3 +1,20 @@
+// Package apply writes decoded source transactions to the target, exactly
+// once: each target transaction also moves the job's position in
+// pgsync.progress.
+//
+// One word per thing (issue 23):
+//
+//   - a row set is consecutive row changes of one kind on one table, sent
+//     as one statement (a multi-row INSERT, an UPDATE ... FROM (VALUES
+//     ...), a DELETE ... WHERE key IN (...)) or as one COPY (rowset.go);
+//   - a batch is the statements sent through the target connection's
+//     pipeline between two Syncs, whose results are read one batch behind
+//     (pipeline.go);
+//   - a group is consecutive source transactions committed as one target
+//     transaction (group commit, transaction.go);
+//   - a session is one connection to each server, from a start or a
+//     reconnect to its end: one Applier each (replication.Stream);
+//   - run is the command, pgsync run, and nothing else.
 package apply
 
 import (
@@ -79,16 +96,16 @@ func (o *Options) selected(schema, name string) bool {
 // connection in pipeline mode.
 //
 // Consecutive row changes of the same kind on the same table are gathered
-// into runs sent as one statement (see run.go). Several consecutive source
-// transactions may share one target transaction when more are already
-// waiting (group commit). Each target transaction also moves
+// into row sets sent as one statement (see rowset.go). Several consecutive
+// source transactions may share one target transaction, a group, when more
+// are already waiting (group commit). Each target transaction also moves
 // pgsync.progress to the end of the last source transaction it holds, so a
 // crash loses or repeats nothing.
 //
 // Its parts, one file each: the target transaction (transaction.go), the
 // pipeline and the check of every result (pipeline.go), the relation cache
-// and row checks (relation.go), the statement cache (statements.go), runs
-// (run.go) and tables added by pgsync add-tables (added.go).
+// and row checks (relation.go), the statement cache (statements.go), row sets
+// (rowset.go) and tables added by pgsync add-tables (added.go).
 //
 // An Applier is used by one goroutine.
 type Applier struct {
@@ -103,8 +120,8 @@ type Applier struct {
 	formats   []int16
 	setBuf    []int
 	stagedSeq int64 // the id of the last value staged (staged.go)
-	run       rowRun
-	copyBuf   []byte // a run of INSERTs in COPY text format
+	rowSet    rowSet
+	copyBuf   []byte // a row set of INSERTs in COPY text format
 	hash      maphash.Hash
 
 	pipeline    *pgconn.Pipeline
@@ -174,7 +191,7 @@ func (a *Applier) ResumeLSN(ctx context.Context) (pglogrepl.LSN, error) {
 	return p.LSN, nil
 }
 
-// Change queues one row change: into the current run when it can join it,
+// Change queues one row change: into the current row set when it can join it,
 // otherwise as a statement of its own.
 func (a *Applier) Change(ctx context.Context, c *pgoutput.Change) error {
 	rel := a.relations[c.RelationID]
@@ -202,20 +219,20 @@ func (a *Applier) Change(ctx context.Context, c *pgoutput.Change) error {
 			rel.counted[rowOpIndex(c.Op)].Inc()
 		}
 	}
-	if runnable(rel, c) {
-		joined, full := a.addToRun(rel, c)
+	if fitsRowSet(rel, c) {
+		joined, full := a.addToRowSet(rel, c)
 		if !joined {
-			if err := a.flushRun(ctx); err != nil {
+			if err := a.sendRowSet(ctx); err != nil {
 				return err
 			}
-			_, full = a.addToRun(rel, c)
+			_, full = a.addToRowSet(rel, c)
 		}
 		if full {
-			return a.flushRun(ctx)
+			return a.sendRowSet(ctx)
 		}
 		return nil
 	}
-	if err := a.flushRun(ctx); err != nil {
+	if err := a.sendRowSet(ctx); err != nil {
 		return err
 	}
 	st, fresh, params, n := a.bindRow(rel, c)
@@ -252,7 +269,7 @@ func (a *Applier) prepare(st *statement, op byte, rel *relation) {
 // Truncate queues a TRUNCATE of the listed relations with the options the
 // source statement used.
 func (a *Applier) Truncate(ctx context.Context, t pgoutput.Truncate) error {
-	if err := a.flushRun(ctx); err != nil {
+	if err := a.sendRowSet(ctx); err != nil {
 		return err
 	}
 	rels := make([]*relation, 0, len(t.RelationIDs))

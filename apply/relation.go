@@ -64,7 +64,7 @@ type relation struct {
 // trip; the check runs only when the source's columns or that shape differ
 // from the pair that last passed it (ShapeCache, issue 23).
 func (a *Applier) Relation(ctx context.Context, r *pgoutput.Relation) error {
-	if err := a.flushRun(ctx); err != nil {
+	if err := a.sendRowSet(ctx); err != nil {
 		return err
 	}
 	if err := a.drain(ctx); err != nil {
