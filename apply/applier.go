@@ -9,9 +9,9 @@
 //     ...), a DELETE ... WHERE key IN (...)) or as one COPY (rowset.go);
 //   - a batch is the statements sent through the target connection's
 //     pipeline between two Syncs, whose results are read one batch behind
-//     (pipeline.go);
+//     (pipeline.go; Options.MaxBatchRows, Options.MaxBatchBytes);
 //   - a group is consecutive source transactions committed as one target
-//     transaction (group commit, transaction.go);
+//     transaction (group commit, transaction.go; Options.MaxGroupBytes);
 //   - a session is one connection to each server, from a start or a
 //     reconnect to its end: one Applier each (replication.Stream);
 //   - run is the command, pgsync run, and nothing else.
@@ -39,12 +39,14 @@ import (
 // Options configures an Applier.
 type Options struct {
 	Job string
-	// MaxBatchRows and MaxBatchBytes bound the rows and value bytes sent to
-	// the target between two synchronisation points (one round trip).
-	// MaxBatchBytes also bounds a group of source transactions committed
-	// as one target transaction.
+	// MaxBatchRows and MaxBatchBytes bound the rows and value bytes of a
+	// batch: what is sent to the target between two synchronisation points
+	// (one round trip).
 	MaxBatchRows  int
 	MaxBatchBytes int64
+	// MaxGroupBytes bounds the value bytes of a group: the source
+	// transactions committed as one target transaction. 0 is MaxBatchBytes.
+	MaxGroupBytes int64
 	// Prepared, when set, holds the number of statements prepared on the
 	// target connection: the Applier keeps it, across sessions when the
 	// caller passes the same counter to each, for the progress line
@@ -77,7 +79,7 @@ type Options struct {
 	// both stop with the statement that would.
 	AddColumns bool
 	// Shapes remembers the tables whose schema check passed (ShapeCache):
-	// give every Applier of a run the same one, so that a reconnect checks
+	// give every Applier of one pgsync run the same one, so that a reconnect checks
 	// no unchanged table again. Nil: the Applier keeps one of its own.
 	Shapes *ShapeCache
 	// Connect opens another target connection as run's own: with it, a
@@ -159,6 +161,9 @@ func New(conn *pgx.Conn, opts Options) *Applier {
 	}
 	if opts.MaxBatchBytes <= 0 {
 		opts.MaxBatchBytes = 4 << 20
+	}
+	if opts.MaxGroupBytes <= 0 {
+		opts.MaxGroupBytes = opts.MaxBatchBytes
 	}
 	if opts.Shapes == nil {
 		opts.Shapes = NewShapeCache()

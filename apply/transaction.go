@@ -45,7 +45,7 @@ func (a *Applier) Begin(ctx context.Context, b pgoutput.Begin) error {
 // commit in the same target transaction or not at all.
 func (a *Applier) Commit(ctx context.Context, c pgoutput.Commit, more bool) (durable pglogrepl.LSN, err error) {
 	a.groupEnd, a.groupTime = c.EndLSN, c.Time
-	if more && a.groupBytes < a.opts.MaxBatchBytes && time.Since(a.groupStart) < maxGroupAge {
+	if more && a.groupBytes < a.opts.MaxGroupBytes && time.Since(a.groupStart) < maxGroupAge {
 		return 0, nil
 	}
 	if err := a.commit(ctx); err != nil {

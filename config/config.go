@@ -49,9 +49,15 @@ type Config struct {
 
 // Tuning holds the performance knobs, already converted to bytes and counts.
 type Tuning struct {
-	MaxInflightBytes  int64
-	MaxBatchRows      int
-	MaxBatchBytes     int64
+	MaxInflightBytes int64
+	// MaxBatchRows and MaxBatchBytes end a batch of the target pipeline:
+	// the statements sent between two synchronisation points.
+	MaxBatchRows  int
+	MaxBatchBytes int64
+	// MaxGroupBytes ends a group of source transactions committed as one
+	// target transaction. Unset, it is MaxBatchBytes, which bounded both
+	// before it had a key of its own (issue 23).
+	MaxGroupBytes     int64
 	BufferSizeKB      int
 	MaxParallelCopies int
 	// CopyRangeMB splits a table of twice this heap size or more into
@@ -86,6 +92,7 @@ func DefaultTuning() Tuning {
 		MaxInflightBytes:   16 << 20,
 		MaxBatchRows:       8000,
 		MaxBatchBytes:      4 << 20,
+		MaxGroupBytes:      4 << 20,
 		BufferSizeKB:       256,
 		MaxParallelCopies:  2,
 		CopyRangeMB:        64,
@@ -134,6 +141,7 @@ type fileConfig struct {
 		MaxInflightBytes   *string `toml:"max_inflight_bytes"`
 		MaxBatchRows       *int    `toml:"max_batch_rows"`
 		MaxBatchBytes      *string `toml:"max_batch_bytes"`
+		MaxGroupBytes      *string `toml:"max_group_bytes"`
 		BufferSizeKB       *int    `toml:"buffer_size_kb"`
 		MaxParallelCopies  *int    `toml:"max_parallel_copies"`
 		CopyRangeMB        *int    `toml:"copy_range_mb"`
@@ -253,6 +261,12 @@ func Parse(name, text string, getenv func(string) string) (*Config, error) {
 	if s := fc.Tuning.MaxBatchBytes; s != nil {
 		if t.MaxBatchBytes, err = parseSize(*s, 1<<10); err != nil {
 			return fail("tuning.max_batch_bytes", "%v", err)
+		}
+	}
+	t.MaxGroupBytes = t.MaxBatchBytes
+	if s := fc.Tuning.MaxGroupBytes; s != nil {
+		if t.MaxGroupBytes, err = parseSize(*s, 1<<10); err != nil {
+			return fail("tuning.max_group_bytes", "%v", err)
 		}
 	}
 	if v := fc.Tuning.MaxBatchRows; v != nil {

@@ -37,6 +37,9 @@ type RunOptions struct {
 	// MaxBatchRows and MaxBatchBytes end a batch of the target pipeline.
 	MaxBatchRows  int
 	MaxBatchBytes int64
+	// MaxGroupBytes ends a group of source transactions committed as one
+	// target transaction.
+	MaxGroupBytes int64
 	// ApplyStreamedAsReceived applies a streamed transaction through a
 	// second target session as it arrives, not at its commit.
 	ApplyStreamedAsReceived bool
@@ -81,7 +84,8 @@ func Run(ctx context.Context, opts Options, ro RunOptions, log *slog.Logger) err
 		Prepared:      prepared.Load,
 	}
 	applyOpts := apply.Options{Job: opts.Job, Selected: ro.Selected, MaxBatchRows: ro.MaxBatchRows, MaxBatchBytes: ro.MaxBatchBytes,
-		Prepared: prepared, Logger: log, AddColumns: ro.AddColumns, SourceColumns: sourceColumns(opts.SourceURL),
+		MaxGroupBytes: ro.MaxGroupBytes,
+		Prepared:      prepared, Logger: log, AddColumns: ro.AddColumns, SourceColumns: sourceColumns(opts.SourceURL),
 		// One for the whole run: the tables checked in a session are not
 		// checked again after a reconnect unless they changed.
 		Shapes: apply.NewShapeCache()}
