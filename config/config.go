@@ -47,8 +47,11 @@ type Config struct {
 	Tuning     Tuning
 }
 
-// Tuning holds the performance knobs, already converted to bytes and counts.
+// Tuning holds the performance knobs. Sizes are converted to bytes, whatever
+// the unit of their key (buffer_size_kb, copy_range_mb); every field names
+// its unit.
 type Tuning struct {
+	// MaxInflightBytes bounds the received WAL data waiting to be applied.
 	MaxInflightBytes int64
 	// MaxBatchRows and MaxBatchBytes end a batch of the target pipeline:
 	// the statements sent between two synchronisation points.
@@ -57,12 +60,16 @@ type Tuning struct {
 	// MaxGroupBytes ends a group of source transactions committed as one
 	// target transaction. Unset, it is MaxBatchBytes, which bounded both
 	// before it had a key of its own (issue 23).
-	MaxGroupBytes     int64
-	BufferSizeKB      int
+	MaxGroupBytes int64
+	// BufferSizeBytes is each COPY stream's hand-off buffer (key
+	// buffer_size_kb, in KiB).
+	BufferSizeBytes int
+	// MaxParallelCopies is the number of concurrent COPY streams.
 	MaxParallelCopies int
-	// CopyRangeMB splits a table of twice this heap size or more into
-	// block ranges copied by all streams; 0 copies every table whole.
-	CopyRangeMB int
+	// CopyRangeBytes splits a table of twice this heap size or more into
+	// block ranges copied by all streams; 0 copies every table whole (key
+	// copy_range_mb, in MiB).
+	CopyRangeBytes int64
 	// WALReceiverTimeout ends run's session, which then reconnects, when
 	// the source sends nothing, not even a keepalive, for this long; 0
 	// turns it off. Named and defaulted after PostgreSQL's own setting.
@@ -93,9 +100,9 @@ func DefaultTuning() Tuning {
 		MaxBatchRows:       8000,
 		MaxBatchBytes:      4 << 20,
 		MaxGroupBytes:      4 << 20,
-		BufferSizeKB:       256,
+		BufferSizeBytes:    256 << 10,
 		MaxParallelCopies:  2,
-		CopyRangeMB:        64,
+		CopyRangeBytes:     64 << 20,
 		WALReceiverTimeout: 60 * time.Second,
 		RunProcs:           1,
 		ApplyStreamed:      ApplyStreamedAsReceived,
@@ -279,7 +286,7 @@ func Parse(name, text string, getenv func(string) string) (*Config, error) {
 		if *v < 4 || *v > 65536 {
 			return fail("tuning.buffer_size_kb", "%d is out of range (4 to 65536)", *v)
 		}
-		t.BufferSizeKB = *v
+		t.BufferSizeBytes = *v << 10
 	}
 	if v := fc.Tuning.MaxParallelCopies; v != nil {
 		if *v < 1 || *v > 64 {
@@ -291,7 +298,7 @@ func Parse(name, text string, getenv func(string) string) (*Config, error) {
 		if *v < 0 || *v > 1<<20 {
 			return fail("tuning.copy_range_mb", "%d is out of range (0 to 1048576; 0 copies every table whole)", *v)
 		}
-		t.CopyRangeMB = *v
+		t.CopyRangeBytes = int64(*v) << 20
 	}
 	if s := fc.Tuning.WALReceiverTimeout; s != nil {
 		if t.WALReceiverTimeout, err = parseTimeout(*s); err != nil {

@@ -34,7 +34,7 @@ func TestParseDefaults(t *testing.T) {
 		t.Errorf("slot name = %q", cfg.SlotName())
 	}
 	d := DefaultTuning()
-	if d.MaxInflightBytes != 16*1024*1024 || d.MaxBatchBytes != 4*1024*1024 || d.MaxGroupBytes != 4*1024*1024 || d.MaxBatchRows != 8000 || d.BufferSizeKB != 256 || d.MaxParallelCopies != 2 ||
+	if d.MaxInflightBytes != 16*1024*1024 || d.MaxBatchBytes != 4*1024*1024 || d.MaxGroupBytes != 4*1024*1024 || d.MaxBatchRows != 8000 || d.BufferSizeBytes != 256<<10 || d.CopyRangeBytes != 64<<20 || d.MaxParallelCopies != 2 ||
 		d.WALReceiverTimeout != 60*time.Second || d.RunProcs != 1 || d.ApplyStreamed != "as-received" {
 		t.Errorf("defaults drifted from the documented ones: %+v", d)
 	}
@@ -49,7 +49,7 @@ max_batch_bytes = "1MB"
 max_group_bytes = "8MiB"
 buffer_size_kb = 64
 max_parallel_copies = 4
-copy_range_mb = 0
+copy_range_mb = 8
 wal_receiver_timeout = "90s"
 run_procs = 0
 apply_streamed = "at-commit"
@@ -57,7 +57,7 @@ apply_streamed = "at-commit"
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := Tuning{MaxInflightBytes: 32 << 20, MaxBatchRows: 100, MaxBatchBytes: 1000000, MaxGroupBytes: 8 << 20, BufferSizeKB: 64, MaxParallelCopies: 4, CopyRangeMB: 0,
+	want := Tuning{MaxInflightBytes: 32 << 20, MaxBatchRows: 100, MaxBatchBytes: 1000000, MaxGroupBytes: 8 << 20, BufferSizeBytes: 64 << 10, MaxParallelCopies: 4, CopyRangeBytes: 8 << 20,
 		WALReceiverTimeout: 90 * time.Second, RunProcs: 0, ApplyStreamed: "at-commit"}
 	if cfg.Tuning != want {
 		t.Errorf("tuning = %+v, want %+v", cfg.Tuning, want)
