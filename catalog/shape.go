@@ -91,14 +91,7 @@ func QueueShape(b *pgx.Batch, schema, table string, s *Shape) {
 			if !hasColumn {
 				continue
 			}
-			if generated != "" {
-				c.Generated = expr
-			} else {
-				c.Default = expr
-			}
-			if identity != "" {
-				c.Identity = identity[0]
-			}
+			c.setAttributes(expr, generated, identity)
 			s.Columns = append(s.Columns, c)
 		}
 		if err := rows.Err(); err != nil {
