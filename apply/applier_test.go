@@ -109,8 +109,8 @@ func TestSingleRowStatements(t *testing.T) {
 	}
 }
 
-// rowSetsOf feeds the messages through addToRowSet as Change does, and returns the
-// statements and parameters the row sets would send.
+// rowSetsOf feeds the messages through addToRowSet as Change does, and
+// returns the statements and parameters the row sets would send.
 func rowSetsOf(t *testing.T, a *Applier, msgs ...[]byte) (sqls []string, params [][]string) {
 	t.Helper()
 	var c pgoutput.Change

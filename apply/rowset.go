@@ -18,9 +18,9 @@ import (
 // COPY FROM STDIN inside the open target transaction instead, which takes
 // the server's multi-insert path (docs/benchmarks.md, inserts).
 //
-// Order is kept: any change that cannot join the row set sends the row set first.
-// A row set's values point into message buffers; they are released when it is
-// sent.
+// Order is kept: any change that cannot join the row set sends the row set
+// first. A row set's values point into message buffers; they are released
+// when it is sent.
 type rowSet struct {
 	op      byte
 	rel     *relation
@@ -73,9 +73,9 @@ func fitsRowSet(rel *relation, c *pgoutput.Change) bool {
 	return false
 }
 
-// addToRowSet adds the change to the current row set. joined is false when the row set
-// holds changes the change cannot join: send the row set and call again. full
-// reports that the row set cannot take another row.
+// addToRowSet adds the change to the current row set. joined is false when
+// the row set holds changes the change cannot join: send the row set and
+// call again. full reports that the row set cannot take another row.
 func (a *Applier) addToRowSet(rel *relation, c *pgoutput.Change) (joined, full bool) {
 	r := &a.rowSet
 	var keyHash uint64
