@@ -86,6 +86,6 @@ func (e *TableBeingAddedError) Error() string {
 }
 
 // Is makes the error a replication.ErrPaused: the end of the session is
-// intended, and replication.Run starts the next one at once instead of
+// intended, and replication.Stream starts the next one at once instead of
 // treating it as a failure.
 func (e *TableBeingAddedError) Is(target error) bool { return target == replication.ErrPaused }

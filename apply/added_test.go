@@ -9,7 +9,7 @@ import (
 	"github.com/pgsync/pgsync/replication"
 )
 
-// TestTableBeingAddedIsPause checks that replication.Run sees a table being
+// TestTableBeingAddedIsPause checks that replication.Stream sees a table being
 // added as an intended end of the session, wrapped or not, and nothing else.
 func TestTableBeingAddedIsPause(t *testing.T) {
 	err := &TableBeingAddedError{Job: "j", Table: "public.t", LSN: 1}

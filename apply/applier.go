@@ -1,3 +1,20 @@
+// Package apply writes decoded source transactions to the target, exactly
+// once: each target transaction also moves the job's position in
+// pgsync.progress.
+//
+// One word per thing (issue 23):
+//
+//   - a row set is consecutive row changes of one kind on one table, sent
+//     as one statement (a multi-row INSERT, an UPDATE ... FROM (VALUES
+//     ...), a DELETE ... WHERE key IN (...)) or as one COPY (rowset.go);
+//   - a batch is the statements sent through the target connection's
+//     pipeline between two Syncs, whose results are read one batch behind
+//     (pipeline.go; Options.MaxBatchRows, Options.MaxBatchBytes);
+//   - a group is consecutive source transactions committed as one target
+//     transaction (group commit, transaction.go; Options.MaxGroupBytes);
+//   - a session is one connection to each server, from a start or a
+//     reconnect to its end: one Applier each (replication.Stream);
+//   - run is the command, pgsync run, and nothing else.
 package apply
 
 import (
@@ -22,16 +39,18 @@ import (
 // Options configures an Applier.
 type Options struct {
 	Job string
-	// MaxBatchRows and MaxBatchBytes bound the rows and value bytes sent to
-	// the target between two synchronisation points (one round trip).
-	// MaxBatchBytes also bounds a group of source transactions committed
-	// as one target transaction.
+	// MaxBatchRows and MaxBatchBytes bound the rows and value bytes of a
+	// batch: what is sent to the target between two synchronisation points
+	// (one round trip).
 	MaxBatchRows  int
 	MaxBatchBytes int64
+	// MaxGroupBytes bounds the value bytes of a group: the source
+	// transactions committed as one target transaction. 0 is MaxBatchBytes.
+	MaxGroupBytes int64
 	// Prepared, when set, holds the number of statements prepared on the
 	// target connection: the Applier keeps it, across sessions when the
 	// caller passes the same counter to each, for the progress line
-	// (replication.RunOptions.Prepared), pgsync_prepared_statements and the
+	// (replication.StreamOptions.Prepared), pgsync_prepared_statements and the
 	// soak test.
 	Prepared *atomic.Int64
 	// Metrics, when set, counts rows by table and times target commits.
@@ -59,6 +78,10 @@ type Options struct {
 	// type the target's column cannot hold widen that column; without it,
 	// both stop with the statement that would.
 	AddColumns bool
+	// Shapes remembers the tables whose schema check passed (ShapeCache):
+	// give every Applier of one pgsync run the same one, so that a reconnect checks
+	// no unchanged table again. Nil: the Applier keeps one of its own.
+	Shapes *ShapeCache
 	// Connect opens another target connection as run's own: with it, a
 	// transaction the source streams is applied as it arrives, by a second
 	// Applier (OpenStreamed, tuning.apply_streamed); nil applies it at its
@@ -75,16 +98,16 @@ func (o *Options) selected(schema, name string) bool {
 // connection in pipeline mode.
 //
 // Consecutive row changes of the same kind on the same table are gathered
-// into runs sent as one statement (see run.go). Several consecutive source
-// transactions may share one target transaction when more are already
-// waiting (group commit). Each target transaction also moves
+// into row sets sent as one statement (see rowset.go). Several consecutive
+// source transactions may share one target transaction, a group, when more
+// are already waiting (group commit). Each target transaction also moves
 // pgsync.progress to the end of the last source transaction it holds, so a
 // crash loses or repeats nothing.
 //
 // Its parts, one file each: the target transaction (transaction.go), the
 // pipeline and the check of every result (pipeline.go), the relation cache
-// and row checks (relation.go), the statement cache (statements.go), runs
-// (run.go) and tables added by pgsync add-tables (added.go).
+// and row checks (relation.go), the statement cache (statements.go), row sets
+// (rowset.go) and tables added by pgsync add-tables (added.go).
 //
 // An Applier is used by one goroutine.
 type Applier struct {
@@ -99,8 +122,8 @@ type Applier struct {
 	formats   []int16
 	setBuf    []int
 	stagedSeq int64 // the id of the last value staged (staged.go)
-	run       rowRun
-	copyBuf   []byte // a run of INSERTs in COPY text format
+	rowSet    rowSet
+	copyBuf   []byte // a row set of INSERTs in COPY text format
 	hash      maphash.Hash
 
 	pipeline    *pgconn.Pipeline
@@ -139,6 +162,12 @@ func New(conn *pgx.Conn, opts Options) *Applier {
 	if opts.MaxBatchBytes <= 0 {
 		opts.MaxBatchBytes = 4 << 20
 	}
+	if opts.MaxGroupBytes <= 0 {
+		opts.MaxGroupBytes = opts.MaxBatchBytes
+	}
+	if opts.Shapes == nil {
+		opts.Shapes = NewShapeCache()
+	}
 	a := &Applier{
 		conn:      conn,
 		opts:      opts,
@@ -167,7 +196,7 @@ func (a *Applier) ResumeLSN(ctx context.Context) (pglogrepl.LSN, error) {
 	return p.LSN, nil
 }
 
-// Change queues one row change: into the current run when it can join it,
+// Change queues one row change: into the current row set when it can join it,
 // otherwise as a statement of its own.
 func (a *Applier) Change(ctx context.Context, c *pgoutput.Change) error {
 	rel := a.relations[c.RelationID]
@@ -195,20 +224,20 @@ func (a *Applier) Change(ctx context.Context, c *pgoutput.Change) error {
 			rel.counted[rowOpIndex(c.Op)].Inc()
 		}
 	}
-	if runnable(rel, c) {
-		joined, full := a.addToRun(rel, c)
+	if fitsRowSet(rel, c) {
+		joined, full := a.addToRowSet(rel, c)
 		if !joined {
-			if err := a.flushRun(ctx); err != nil {
+			if err := a.sendRowSet(ctx); err != nil {
 				return err
 			}
-			_, full = a.addToRun(rel, c)
+			_, full = a.addToRowSet(rel, c)
 		}
 		if full {
-			return a.flushRun(ctx)
+			return a.sendRowSet(ctx)
 		}
 		return nil
 	}
-	if err := a.flushRun(ctx); err != nil {
+	if err := a.sendRowSet(ctx); err != nil {
 		return err
 	}
 	st, fresh, params, n := a.bindRow(rel, c)
@@ -245,7 +274,7 @@ func (a *Applier) prepare(st *statement, op byte, rel *relation) {
 // Truncate queues a TRUNCATE of the listed relations with the options the
 // source statement used.
 func (a *Applier) Truncate(ctx context.Context, t pgoutput.Truncate) error {
-	if err := a.flushRun(ctx); err != nil {
+	if err := a.sendRowSet(ctx); err != nil {
 		return err
 	}
 	rels := make([]*relation, 0, len(t.RelationIDs))

@@ -89,8 +89,8 @@ func TestSingleRowStatements(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			decode(t, tc.msg, &c)
 			rel := a.relations[c.RelationID]
-			if runnable(rel, &c) {
-				t.Fatal("change expected to go alone is runnable")
+			if fitsRowSet(rel, &c) {
+				t.Fatal("change expected to go alone fits a row set")
 			}
 			st, fresh, params, _ := a.bindRow(rel, &c)
 			if st.sql != tc.sql {
@@ -109,46 +109,46 @@ func TestSingleRowStatements(t *testing.T) {
 	}
 }
 
-// runOf feeds the messages through addToRun as Change does, and returns the
-// statements and parameters the runs would send.
-func runOf(t *testing.T, a *Applier, msgs ...[]byte) (sqls []string, params [][]string) {
+// rowSetsOf feeds the messages through addToRowSet as Change does, and
+// returns the statements and parameters the row sets would send.
+func rowSetsOf(t *testing.T, a *Applier, msgs ...[]byte) (sqls []string, params [][]string) {
 	t.Helper()
 	var c pgoutput.Change
-	emit := func() { // as flushRun does, COPY aside
-		r := &a.run
+	emit := func() { // as sendRowSet does, COPY aside
+		r := &a.rowSet
 		w, chunk := r.width(), r.chunkRows()
 		for start := 0; start < r.rows; start += chunk {
 			n := min(chunk, r.rows-start)
-			st, _ := a.runStatement(n)
+			st, _ := a.rowSetStatement(n)
 			sqls = append(sqls, st.sql)
 			params = append(params, strs(r.params[start*w:(start+n)*w]))
 		}
-		a.clearRun()
+		a.clearRowSet()
 	}
 	for _, m := range msgs {
 		decode(t, m, &c)
 		rel := a.relations[c.RelationID]
-		if !runnable(rel, &c) {
-			t.Fatalf("%q is not runnable", m[0])
+		if !fitsRowSet(rel, &c) {
+			t.Fatalf("%q does not fit a row set", m[0])
 		}
-		joined, full := a.addToRun(rel, &c)
+		joined, full := a.addToRowSet(rel, &c)
 		if !joined {
 			emit()
-			if joined, full = a.addToRun(rel, &c); !joined {
-				t.Fatal("an empty run refused a change")
+			if joined, full = a.addToRowSet(rel, &c); !joined {
+				t.Fatal("an empty row set refused a change")
 			}
 		}
 		if full {
 			emit()
 		}
 	}
-	if a.run.rows > 0 {
+	if a.rowSet.rows > 0 {
 		emit()
 	}
 	return sqls, params
 }
 
-func TestRuns(t *testing.T) {
+func TestRowSets(t *testing.T) {
 	row := func(id, a, b string) []ot.Value { return []ot.Value{ot.T(id), ot.T(a), ot.T(b)} }
 	cases := []struct {
 		name   string
@@ -165,10 +165,10 @@ func TestRuns(t *testing.T) {
 		{"a single update is a plain UPDATE", [][]byte{ot.Update(1, 0, nil, row("1", "x", "2"))},
 			[]string{`UPDATE "public"."t" SET "a" = $1, "b" = $2 WHERE "id" = $3`},
 			[][]string{{"x", "2", "1"}}},
-		{"the same row twice splits the run", [][]byte{ot.Update(1, 0, nil, row("1", "x", "2")), ot.Update(1, 0, nil, row("1", "y", "2"))},
+		{"the same row twice splits the row set", [][]byte{ot.Update(1, 0, nil, row("1", "x", "2")), ot.Update(1, 0, nil, row("1", "y", "2"))},
 			[]string{`UPDATE "public"."t" SET "a" = $1, "b" = $2 WHERE "id" = $3`, `UPDATE "public"."t" SET "a" = $1, "b" = $2 WHERE "id" = $3`},
 			[][]string{{"x", "2", "1"}, {"y", "2", "1"}}},
-		{"another unchanged-TOAST shape splits the run", [][]byte{ot.Update(1, 0, nil, row("1", "x", "2")), ot.Update(1, 0, nil, []ot.Value{ot.T("2"), ot.Unchanged, ot.T("5")})},
+		{"another unchanged-TOAST shape splits the row set", [][]byte{ot.Update(1, 0, nil, row("1", "x", "2")), ot.Update(1, 0, nil, []ot.Value{ot.T("2"), ot.Unchanged, ot.T("5")})},
 			[]string{`UPDATE "public"."t" SET "a" = $1, "b" = $2 WHERE "id" = $3`, `UPDATE "public"."t" SET "b" = $1 WHERE "id" = $2`},
 			[][]string{{"x", "2", "1"}, {"5", "2"}}},
 		{"deletes by key", [][]byte{ot.Delete(1, 'K', []ot.Value{ot.T("5"), ot.Null, ot.Null}), ot.Delete(1, 'K', []ot.Value{ot.T("6"), ot.Null, ot.Null})},
@@ -177,14 +177,14 @@ func TestRuns(t *testing.T) {
 		{"deletes by composite key", [][]byte{ot.Delete(3, 'K', []ot.Value{ot.T("1"), ot.T("a"), ot.Null}), ot.Delete(3, 'K', []ot.Value{ot.T("2"), ot.T("b"), ot.Null})},
 			[]string{`DELETE FROM "public"."m" WHERE ("k1", "k2") IN (($1, $2), ($3, $4))`},
 			[][]string{{"1", "a", "2", "b"}}},
-		{"kind and table changes split runs", [][]byte{ot.Insert(1, row("1", "x", "2")), ot.Delete(1, 'K', []ot.Value{ot.T("1"), ot.Null, ot.Null}), ot.Insert(3, row("1", "a", "v")), ot.Insert(1, row("1", "x", "2"))},
+		{"kind and table changes split row sets", [][]byte{ot.Insert(1, row("1", "x", "2")), ot.Delete(1, 'K', []ot.Value{ot.T("1"), ot.Null, ot.Null}), ot.Insert(3, row("1", "a", "v")), ot.Insert(1, row("1", "x", "2"))},
 			[]string{`INSERT INTO "public"."t" ("id", "a", "b") VALUES ($1, $2, $3)`, `DELETE FROM "public"."t" WHERE "id" = $1`, `INSERT INTO "public"."m" ("k1", "k2", "v") VALUES ($1, $2, $3)`, `INSERT INTO "public"."t" ("id", "a", "b") VALUES ($1, $2, $3)`},
 			[][]string{{"1", "x", "2"}, {"1"}, {"1", "a", "v"}, {"1", "x", "2"}}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			a := newTestApplier(t)
-			sqls, params := runOf(t, a, tc.msgs...)
+			sqls, params := rowSetsOf(t, a, tc.msgs...)
 			if fmt.Sprintf("%q", sqls) != fmt.Sprintf("%q", tc.sqls) {
 				t.Errorf("statements:\n%s\nwant\n%s", sqls, tc.sqls)
 			}
@@ -195,14 +195,14 @@ func TestRuns(t *testing.T) {
 	}
 }
 
-func TestRunSizeIsBounded(t *testing.T) {
+func TestRowSetSizeIsBounded(t *testing.T) {
 	a := newTestApplier(t)
 	var msgs [][]byte
-	for i := 0; i < maxRunRows+3; i++ {
+	for i := 0; i < maxRowSetRows+3; i++ {
 		msgs = append(msgs, ot.Insert(1, []ot.Value{ot.T(fmt.Sprint(i)), ot.T("x"), ot.Null}))
 	}
-	sqls, params := runOf(t, a, msgs...)
-	if len(sqls) != 2 || len(params[0]) != 3*maxRunRows || len(params[1]) != 9 {
+	sqls, params := rowSetsOf(t, a, msgs...)
+	if len(sqls) != 2 || len(params[0]) != 3*maxRowSetRows || len(params[1]) != 9 {
 		t.Errorf("%d rows made %d statements with %d and %d params", len(msgs), len(sqls), len(params[0]), len(params[len(params)-1]))
 	}
 }
@@ -239,10 +239,10 @@ func TestCheckValuesRejectsWhatCannotBeApplied(t *testing.T) {
 }
 
 // BenchmarkDecodeAndBind is the per-row hot path without the network:
-// decode the pgoutput message, add the row to its run (or bind its own
-// statement), and encode what goes on the wire for the run, as flushRun
-// does: Bind messages of at most maxRunRows rows ("insert": a run shorter
-// than copyMinRows; UPDATE and DELETE runs), or COPY data for a long run
+// decode the pgoutput message, add the row to its row set (or bind its own
+// statement), and encode what goes on the wire for the row set, as sendRowSet
+// does: Bind messages of at most maxRowSetRows rows ("insert": a row set shorter
+// than copyMinRows; UPDATE and DELETE row sets), or COPY data for a long row set
 // of INSERTs ("insert_copy"). allocs/op is the figure later changes must
 // not make worse (docs/benchmarks.md).
 func BenchmarkDecodeAndBind(b *testing.B) {
@@ -250,27 +250,27 @@ func BenchmarkDecodeAndBind(b *testing.B) {
 	cases := []struct {
 		name string
 		msg  func(i int) []byte
-		// flushAt is the run length sent: the statement path's maxRunRows,
-		// or a full COPY run.
+		// flushAt is the row set length sent: the statement path's maxRowSetRows,
+		// or a full COPY row set.
 		flushAt int
 	}{
-		{"insert", func(int) []byte { return ot.Insert(1, row) }, maxRunRows},
+		{"insert", func(int) []byte { return ot.Insert(1, row) }, maxRowSetRows},
 		{"insert_copy", func(int) []byte { return ot.Insert(1, row) }, maxCopyRows},
 		{"update", func(i int) []byte {
 			return ot.Update(1, 0, nil, []ot.Value{ot.T(fmt.Sprint(100000 + i)), row[1], row[2]})
-		}, maxRunRows},
+		}, maxRowSetRows},
 		{"update_toast_unchanged", func(i int) []byte {
 			return ot.Update(1, 0, nil, []ot.Value{ot.T(fmt.Sprint(100000 + i)), ot.Unchanged, row[2]})
-		}, maxRunRows},
-		{"update_key_change", func(int) []byte { return ot.Update(1, 'K', []ot.Value{ot.T("1"), ot.Null, ot.Null}, row) }, maxRunRows},
+		}, maxRowSetRows},
+		{"update_key_change", func(int) []byte { return ot.Update(1, 'K', []ot.Value{ot.T("1"), ot.Null, ot.Null}, row) }, maxRowSetRows},
 		{"delete", func(i int) []byte {
 			return ot.Delete(1, 'K', []ot.Value{ot.T(fmt.Sprint(100000 + i)), ot.Null, ot.Null})
-		}, maxRunRows},
-		{"delete_full", func(int) []byte { return ot.Delete(2, 'O', []ot.Value{ot.T("42"), ot.T(`{"k": "v"}`)}) }, maxRunRows},
+		}, maxRowSetRows},
+		{"delete_full", func(int) []byte { return ot.Delete(2, 'O', []ot.Value{ot.T("42"), ot.T(`{"k": "v"}`)}) }, maxRowSetRows},
 	}
 	for _, bc := range cases {
 		// Distinct keys, as a real stream has: 64 messages cycled.
-		msgs := make([][]byte, maxRunRows)
+		msgs := make([][]byte, maxRowSetRows)
 		for i := range msgs {
 			msgs[i] = bc.msg(i)
 		}
@@ -287,7 +287,7 @@ func BenchmarkDecodeAndBind(b *testing.B) {
 			}
 			i := 0
 			b.ReportAllocs()
-			// The first flushAt rows fill one run before b.Loop starts the
+			// The first flushAt rows fill one row set before b.Loop starts the
 			// timer: the buffers reach their working size, as they do
 			// early in a stream. The body stays inline in the loop, as it
 			// was when the figures this is compared with were taken.
@@ -297,23 +297,23 @@ func BenchmarkDecodeAndBind(b *testing.B) {
 				}
 				i++
 				rel := a.relations[c.RelationID]
-				if !runnable(rel, &c) {
+				if !fitsRowSet(rel, &c) {
 					st, _, params, _ := a.bindRow(rel, &c)
 					encode(st.name, params)
 					continue
 				}
-				joined, full := a.addToRun(rel, &c)
+				joined, full := a.addToRowSet(rel, &c)
 				if !joined {
-					b.Fatal("row did not join the run")
+					b.Fatal("row did not join the row set")
 				}
-				if full || a.run.rows >= bc.flushAt {
-					if a.run.op == pgoutput.MsgInsert && a.run.rows >= copyMinRows {
-						copyData = appendCopyRows(copyData[:0], a.run.params, len(rel.cols))
+				if full || a.rowSet.rows >= bc.flushAt {
+					if a.rowSet.op == pgoutput.MsgInsert && a.rowSet.rows >= copyMinRows {
+						copyData = appendCopyRows(copyData[:0], a.rowSet.params, len(rel.cols))
 					} else {
-						st, _ := a.runStatement(a.run.rows)
-						encode(st.name, a.run.params)
+						st, _ := a.rowSetStatement(a.rowSet.rows)
+						encode(st.name, a.rowSet.params)
 					}
-					a.clearRun()
+					a.clearRowSet()
 				}
 			}
 		})
@@ -416,13 +416,13 @@ func TestLongInsertRunsGoAsCopy(t *testing.T) {
 	for _, m := range msgs {
 		decode(t, m, &c)
 		rel := a.relations[c.RelationID]
-		joined, full := a.addToRun(rel, &c)
+		joined, full := a.addToRowSet(rel, &c)
 		if !joined || full {
-			t.Fatalf("row %s: joined %v, full %v: an INSERT run must grow past %d rows", c.New.Values[0], joined, full, maxRunRows)
+			t.Fatalf("row %s: joined %v, full %v: an INSERT row set must grow past %d rows", c.New.Values[0], joined, full, maxRowSetRows)
 		}
 	}
-	if a.run.rows != copyMinRows {
-		t.Fatalf("run of %d rows, want %d", a.run.rows, copyMinRows)
+	if a.rowSet.rows != copyMinRows {
+		t.Fatalf("row set of %d rows, want %d", a.rowSet.rows, copyMinRows)
 	}
 }
 

@@ -59,41 +59,40 @@ type relation struct {
 // no longer sends must be one an INSERT can leave out. A source schema that
 // changed during the move (issue 16) stops run with the statement that
 // makes the target take it, or, with Options.AddColumns, runs it.
+//
+// It reads the target table's shape and its pgsync.tables row in one round
+// trip; the check runs only when the source's columns or that shape differ
+// from the pair that last passed it (ShapeCache, issue 23).
 func (a *Applier) Relation(ctx context.Context, r *pgoutput.Relation) error {
-	if err := a.flushRun(ctx); err != nil {
+	if err := a.sendRowSet(ctx); err != nil {
 		return err
 	}
 	if err := a.drain(ctx); err != nil {
 		return err
 	}
-	target, ok, err := catalog.Lookup(ctx, a.conn, r.Schema, r.Name)
-	if err != nil {
-		return a.fail(ctx, err)
+	// The pgsync.tables row is read now, not at the session's start:
+	// add-tables may have added the table since, and its copy point decides
+	// which changes to skip. It is read before the shape is checked: the
+	// target table of an add in progress is being written by its copy, and
+	// one abandoned takes no change.
+	var target catalog.Shape
+	var added ledger.Table
+	b := &pgx.Batch{}
+	catalog.QueueShape(b, r.Schema, r.Name, &target)
+	ledger.QueueReadTable(b, a.opts.Job, r.Schema, r.Name, &added)
+	if err := a.conn.SendBatch(ctx, b).Close(); err != nil {
+		return a.fail(ctx, fmt.Errorf("table %s at %s: %w", r, a.sourceLSN, err))
 	}
-	if !ok {
+	if !target.Exists {
 		return a.fail(ctx, fmt.Errorf("table %s at %s: it is published on the source but missing on the target", r, a.sourceLSN))
-	}
-	// Read now, not at the session's start: add-tables may have added the
-	// table since, and its copy point decides which changes to skip. Read
-	// before the shape is checked: the target table of an add in progress
-	// is being written by its copy, and one abandoned takes no change.
-	added, err := ledger.ReadTable(ctx, a.conn, a.opts.Job, r.Schema, r.Name)
-	if err != nil {
-		return a.fail(ctx, err)
 	}
 	skip := added.State == ledger.TableRemoved || added.State.Waits() && !a.opts.selected(r.Schema, r.Name)
 	if added.State.Waits() && !skip {
 		return a.fail(ctx, &TableBeingAddedError{Job: a.opts.Job, Table: r.String(), LSN: a.sourceLSN})
 	}
 	if !skip {
-		changed, err := a.matchSchema(ctx, r)
-		if err != nil {
+		if err := a.checkSchema(ctx, r, &target); err != nil {
 			return a.fail(ctx, err)
-		}
-		if changed {
-			if target, _, err = catalog.Lookup(ctx, a.conn, r.Schema, r.Name); err != nil {
-				return a.fail(ctx, err)
-			}
 		}
 	}
 	// Casts name the type without its modifier: a value too long for a
@@ -103,12 +102,12 @@ func (a *Applier) Relation(ctx context.Context, r *pgoutput.Relation) error {
 	for _, c := range target.Columns {
 		if c.Generated == "" {
 			types[c.Name] = c.BaseType
-			always[c.Name] = c.IdentityAlways
+			always[c.Name] = c.Identity == 'a'
 		}
 	}
 	rel, missing := newRelation(r, a.relations[r.ID], types, always)
 	if missing >= 0 && !skip {
-		// matchSchema found every column: only a column dropped on the
+		// checkSchema found every column: only a column dropped on the
 		// target meanwhile gets here.
 		return a.fail(ctx, fmt.Errorf("table %s at %s: column %s exists on the source but not on the target", r, a.sourceLSN, r.Columns[missing].Name))
 	}
@@ -130,10 +129,32 @@ func (a *Applier) Relation(ctx context.Context, r *pgoutput.Relation) error {
 		// and none of its changes are applied.
 		rel.copiedAt = skipAll
 	}
-	if err := a.describeTarget(ctx, rel, &target); err != nil {
-		return a.fail(ctx, err)
-	}
+	rel.targetFacts = factsOf(r, &target)
 	a.relations[r.ID] = rel
+	return nil
+}
+
+// checkSchema runs the schema check (matchSchema) on the source's relation
+// r and the target's shape target, unless they are the pair that last
+// passed it (Options.Shapes). When the check changed the target (a column
+// added or widened), target is read again, in one more round trip, so
+// that the relation is built on the table as it now is. The pair is
+// remembered only once the check passed.
+func (a *Applier) checkSchema(ctx context.Context, r *pgoutput.Relation, target *catalog.Shape) error {
+	if !a.opts.Shapes.needsCheck(r, target) {
+		return nil
+	}
+	a.opts.Shapes.forget(r)
+	changed, err := a.matchSchema(ctx, r, target.Columns)
+	if err != nil {
+		return err
+	}
+	if changed {
+		if *target, err = catalog.ReadShape(ctx, a.conn, r.Schema, r.Name); err != nil {
+			return fmt.Errorf("table %s at %s: %w", r, a.sourceLSN, err)
+		}
+	}
+	a.opts.Shapes.remember(r, target)
 	return nil
 }
 
@@ -167,20 +188,16 @@ func newRelation(r *pgoutput.Relation, prev *relation, types map[string]string, 
 }
 
 // matchSchema compares the source's shape r with the target table's
-// columns. A source column the target lacks, or one whose type the
+// columns, cols. A source column the target lacks, or one whose type the
 // target's column cannot hold, is added or widened on the target with
 // Options.AddColumns (changed is then true), in the open target
 // transaction; otherwise it is an error that names the statement to run.
 // A NOT NULL target column without a default that the source no longer
 // sends is an error either way: every INSERT would fail on it.
-func (a *Applier) matchSchema(ctx context.Context, r *pgoutput.Relation) (changed bool, err error) {
-	cols, err := catalog.ReadColumns(ctx, a.conn, r.Schema, r.Name)
-	if err != nil {
-		return false, err
-	}
+func (a *Applier) matchSchema(ctx context.Context, r *pgoutput.Relation, cols []catalog.ShapeColumn) (changed bool, err error) {
 	onTarget := make(map[string]*catalog.ColumnDef, len(cols))
 	for i := range cols {
-		onTarget[cols[i].Name] = &cols[i]
+		onTarget[cols[i].Name] = &cols[i].ColumnDef
 	}
 	sent := make(map[string]bool, len(r.Columns))
 	var missing []string

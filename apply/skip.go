@@ -10,6 +10,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgconn"
 
+	"github.com/pgsync/pgsync/catalog"
 	"github.com/pgsync/pgsync/pgoutput"
 	"github.com/pgsync/pgsync/replication"
 )
@@ -112,11 +113,11 @@ func (a *Applier) triggerSince(ctx context.Context, pd *pending) bool {
 	if _, err := a.conn.Exec(ctx, "ROLLBACK"); err != nil {
 		return false
 	}
-	var ops int
-	if err := a.conn.QueryRow(ctx, replicaTriggersSQL, pd.rel.ident).Scan(&ops); err != nil {
+	now, err := catalog.ReadShape(ctx, a.conn, pd.rel.src.Schema, pd.rel.src.Name)
+	if err != nil {
 		return false
 	}
-	return mayTriggerSkip(pd.op, ops, pd.rel.partitioned)
+	return mayTriggerSkip(pd.op, now.ReplicaTriggers, pd.rel.partitioned)
 }
 
 // TriggerAddedError ends a session whose target table has gained, since

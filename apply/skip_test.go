@@ -16,13 +16,13 @@ func TestShortfall(t *testing.T) {
 		skipped, missing           int64
 	}{
 		{"insert skipped by a trigger", pgoutput.MsgInsert, 1, 0, -1, 1, 0},
-		{"insert run, some skipped", pgoutput.MsgInsert, 100, 60, -1, 40, 0},
+		{"insert row set, some skipped", pgoutput.MsgInsert, 100, 60, -1, 40, 0},
 		{"update without checks: missing", pgoutput.MsgUpdate, 1, 0, -1, 0, 1},
-		{"delete run without checks: missing", pgoutput.MsgDelete, 64, 63, -1, 0, 1},
+		{"delete row set without checks: missing", pgoutput.MsgDelete, 64, 63, -1, 0, 1},
 		{"checked update: the row exists, skipped", pgoutput.MsgUpdate, 1, 0, 1, 1, 0},
 		{"checked update: the row is missing", pgoutput.MsgUpdate, 1, 0, 0, 0, 1},
-		{"checked run: one skipped, one missing", pgoutput.MsgUpdate, 10, 8, 9, 1, 1},
-		{"checked delete run: all skipped", pgoutput.MsgDelete, 5, 0, 5, 5, 0},
+		{"checked row set: one skipped, one missing", pgoutput.MsgUpdate, 10, 8, 9, 1, 1},
+		{"checked delete row set: all skipped", pgoutput.MsgDelete, 5, 0, 5, 5, 0},
 	}
 	for _, tt := range tests {
 		skipped, missing := shortfall(tt.op, tt.expect, tt.affected, tt.existing)
@@ -65,7 +65,7 @@ func TestCheckedStatements(t *testing.T) {
 	rel.checked[rowOpIndex(pgoutput.MsgUpdate)] = true
 	for _, tc := range []struct{ got, want string }{
 		{updateSQL(rel, []int{1}, nil), `WITH pgsync_w AS (UPDATE "public"."t" SET "v" = $1 WHERE "id" = $2 RETURNING 1) SELECT (SELECT count(*) FROM pgsync_w), (SELECT count(*) FROM "public"."t" WHERE "id" = $2)`},
-		{updateRunSQL(rel, []int{1}, 2), `WITH pgsync_w AS (UPDATE "public"."t" AS pgsync_t SET "v" = v.c0 FROM (VALUES ($1::text, $2::bigint), ($3::text, $4::bigint)) AS v(c0, c1) WHERE pgsync_t."id" = v.c1 RETURNING 1) SELECT (SELECT count(*) FROM pgsync_w), (SELECT count(*) FROM "public"."t" AS pgsync_t, (VALUES ($1::text, $2::bigint), ($3::text, $4::bigint)) AS v(c0, c1) WHERE pgsync_t."id" = v.c1)`},
+		{updateRowSetSQL(rel, []int{1}, 2), `WITH pgsync_w AS (UPDATE "public"."t" AS pgsync_t SET "v" = v.c0 FROM (VALUES ($1::text, $2::bigint), ($3::text, $4::bigint)) AS v(c0, c1) WHERE pgsync_t."id" = v.c1 RETURNING 1) SELECT (SELECT count(*) FROM pgsync_w), (SELECT count(*) FROM "public"."t" AS pgsync_t, (VALUES ($1::text, $2::bigint), ($3::text, $4::bigint)) AS v(c0, c1) WHERE pgsync_t."id" = v.c1)`},
 		{deleteSQL(rel), `DELETE FROM "public"."t" WHERE "id" = $1`},
 		{insertSQL(rel, 1, nil), `INSERT INTO "public"."t" ("id", "v") VALUES ($1, $2)`},
 	} {
@@ -76,7 +76,7 @@ func TestCheckedStatements(t *testing.T) {
 	rel.checked[rowOpIndex(pgoutput.MsgDelete)] = true
 	for _, tc := range []struct{ got, want string }{
 		{deleteSQL(rel), `WITH pgsync_w AS (DELETE FROM "public"."t" WHERE "id" = $1 RETURNING 1) SELECT (SELECT count(*) FROM pgsync_w), (SELECT count(*) FROM "public"."t" WHERE "id" = $1)`},
-		{deleteRunSQL(rel, 2), `WITH pgsync_w AS (DELETE FROM "public"."t" WHERE "id" IN ($1, $2) RETURNING 1) SELECT (SELECT count(*) FROM pgsync_w), (SELECT count(*) FROM "public"."t" WHERE "id" IN ($1, $2))`},
+		{deleteRowSetSQL(rel, 2), `WITH pgsync_w AS (DELETE FROM "public"."t" WHERE "id" IN ($1, $2) RETURNING 1) SELECT (SELECT count(*) FROM pgsync_w), (SELECT count(*) FROM "public"."t" WHERE "id" IN ($1, $2))`},
 	} {
 		if tc.got != tc.want {
 			t.Errorf("\n%s\nwant\n%s", tc.got, tc.want)

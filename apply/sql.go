@@ -36,7 +36,7 @@ func insertSQL(rel *relation, rows int, param func(p, n int) string) string {
 	return b.String()
 }
 
-// copySQL returns the COPY FROM STDIN of a run of INSERTs. COPY writes
+// copySQL returns the COPY FROM STDIN of a row set of INSERTs. COPY writes
 // the given values into identity columns, GENERATED ALWAYS ones too, as
 // INSERT ... OVERRIDING SYSTEM VALUE does.
 func copySQL(rel *relation) string {
@@ -137,9 +137,9 @@ func deleteSQL(rel *relation) string {
 	return checkedSQL(rel, pgoutput.MsgDelete, sql, strings.TrimPrefix(sql, "DELETE FROM "))
 }
 
-// updateRunSQL returns the UPDATE of rows rows by key, each row's parameters
+// updateRowSetSQL returns the UPDATE of rows rows by key, each row's parameters
 // laid out as in updateSQL: the set values, then the key values.
-func updateRunSQL(rel *relation, setCols []int, rows int) string {
+func updateRowSetSQL(rel *relation, setCols []int, rows int) string {
 	if rows == 1 {
 		return updateSQL(rel, setCols, nil)
 	}
@@ -178,8 +178,8 @@ func updateRunSQL(rel *relation, setCols []int, rows int) string {
 	return checkedSQL(rel, pgoutput.MsgUpdate, sql, rel.ident+" AS pgsync_t, "+sql[values:])
 }
 
-// deleteRunSQL returns the DELETE of rows rows by key.
-func deleteRunSQL(rel *relation, rows int) string {
+// deleteRowSetSQL returns the DELETE of rows rows by key.
+func deleteRowSetSQL(rel *relation, rows int) string {
 	if rows == 1 {
 		return deleteSQL(rel)
 	}

@@ -32,14 +32,14 @@ func TestUpdateRunCastsCannotChangeValues(t *testing.T) {
 				t.Fatal(err)
 			}
 			rel, _ := newRelation(r, nil, map[string]string{"k": tt.base, "v": tt.base}, nil)
-			got := updateRunSQL(rel, []int{1}, 2)
+			got := updateRowSetSQL(rel, []int{1}, 2)
 			want := `UPDATE "public"."t" AS pgsync_t SET "v" = v.c0 FROM (VALUES ($1::` + tt.cast + `, $2::` + tt.cast + `), ($3::` + tt.cast + `, $4::` + tt.cast + `)) AS v(c0, c1) WHERE pgsync_t."k" = v.c1`
 			if got != want {
-				t.Errorf("updateRunSQL:\n%s\nwant\n%s", got, want)
+				t.Errorf("updateRowSetSQL:\n%s\nwant\n%s", got, want)
 			}
 			// The other statements cast nothing: their parameters take
 			// the column's type, without a modifier, from what they meet.
-			for _, sql := range []string{insertSQL(rel, 2, nil), updateSQL(rel, []int{1}, nil), deleteSQL(rel), deleteRunSQL(rel, 2)} {
+			for _, sql := range []string{insertSQL(rel, 2, nil), updateSQL(rel, []int{1}, nil), deleteSQL(rel), deleteRowSetSQL(rel, 2)} {
 				if strings.Contains(sql, "::") {
 					t.Errorf("a cast in %s", sql)
 				}

@@ -65,7 +65,7 @@ func (a *Applier) OpenStreamed(ctx context.Context) (replication.StreamedApplier
 // Push sends the statements queued so far, so that the target applies them
 // while the source prepares the next segment.
 func (a *Applier) Push(ctx context.Context) error {
-	if err := a.flushRun(ctx); err != nil {
+	if err := a.sendRowSet(ctx); err != nil {
 		return err
 	}
 	return a.send(ctx)

@@ -1,8 +1,6 @@
 package apply
 
 import (
-	"context"
-	"fmt"
 	"slices"
 
 	"github.com/pgsync/pgsync/catalog"
@@ -12,7 +10,8 @@ import (
 // What the statements need to know of a target table beyond its columns:
 // whether it is partitioned (TRUNCATE), which columns are of a composite
 // type (key casts), and whether a trigger may skip a replicated change
-// (skip.go). Relation reads it with one query (issue 16).
+// (skip.go). Relation takes it from the table's catalog.Shape, read in its
+// one round trip (issue 23).
 
 // targetFacts is what Relation reads of the target table for the
 // statements of a relation.
@@ -51,44 +50,22 @@ const (
 	tgUpdate = 1 << 4
 )
 
-// replicaTriggersSQL returns the operations of the BEFORE row triggers
-// that fire for pgsync's session (session_replication_role = replica:
-// those enabled REPLICA or ALWAYS) on table $1 or, when it is partitioned,
-// on any of its partitions, as tgtype bits.
-const replicaTriggersSQL = `SELECT coalesce(bit_or(t.tgtype::int), 0) FROM pg_trigger t
-WHERE t.tgrelid IN (SELECT $1::regclass UNION SELECT relid FROM pg_partition_tree($1::regclass))
-  AND t.tgenabled IN ('R', 'A') AND t.tgtype & 3 = 3`
-
-// targetFactsSQL returns replicaTriggersSQL's bits and the columns of
-// table $1 whose type is composite, directly or through domains.
-const targetFactsSQL = `SELECT (` + replicaTriggersSQL + `),
-  (WITH RECURSIVE base(name, typ) AS (
-     SELECT a.attname::text, a.atttypid FROM pg_attribute a
-     WHERE a.attrelid = $1::regclass AND a.attnum > 0 AND NOT a.attisdropped
-     UNION ALL
-     SELECT b.name, t.typbasetype FROM base b JOIN pg_type t ON t.oid = b.typ WHERE t.typtype = 'd')
-   SELECT coalesce(array_agg(b.name), '{}') FROM base b JOIN pg_type t ON t.oid = b.typ WHERE t.typtype = 'c')`
-
-// describeTarget reads what the statements of rel need to know of its
-// target table, target, beyond the columns: one query.
-func (a *Applier) describeTarget(ctx context.Context, rel *relation, target *catalog.Table) error {
-	var ops int
-	var composite []string
-	if err := a.conn.QueryRow(ctx, targetFactsSQL, rel.ident).Scan(&ops, &composite); err != nil {
-		return fmt.Errorf("read the triggers and column types of %s on the target: %w", rel.src, err)
-	}
-	rel.partitioned = target.PartitionKey != ""
-	for i, c := range rel.src.Columns {
-		if slices.Contains(composite, c.Name) {
-			if rel.composite == nil {
-				rel.composite = make([]bool, len(rel.src.Columns))
+// factsOf returns what the statements of the source's relation src need
+// to know of its target table, whose shape is target.
+func factsOf(src *pgoutput.Relation, target *catalog.Shape) targetFacts {
+	f := targetFacts{partitioned: target.Partitioned}
+	for i, c := range src.Columns {
+		j := slices.IndexFunc(target.Columns, func(t catalog.ShapeColumn) bool { return t.Name == c.Name })
+		if j >= 0 && target.Columns[j].Composite {
+			if f.composite == nil {
+				f.composite = make([]bool, len(src.Columns))
 			}
-			rel.composite[i] = true
+			f.composite[i] = true
 		}
 	}
-	rel.checked[rowOpIndex(pgoutput.MsgUpdate)] = mayTriggerSkip(pgoutput.MsgUpdate, ops, rel.partitioned)
-	rel.checked[rowOpIndex(pgoutput.MsgDelete)] = mayTriggerSkip(pgoutput.MsgDelete, ops, rel.partitioned)
-	return nil
+	f.checked[rowOpIndex(pgoutput.MsgUpdate)] = mayTriggerSkip(pgoutput.MsgUpdate, target.ReplicaTriggers, f.partitioned)
+	f.checked[rowOpIndex(pgoutput.MsgDelete)] = mayTriggerSkip(pgoutput.MsgDelete, target.ReplicaTriggers, f.partitioned)
+	return f
 }
 
 // mayTriggerSkip reports whether triggers of the tgtype bits ops may skip

@@ -42,8 +42,8 @@ func TestCompositeKeysAreCast(t *testing.T) {
 	for _, tc := range []struct{ got, want string }{
 		{updateSQL(rel, []int{2}, nil), `UPDATE "public"."t" SET "b" = $1 WHERE "a" = $2::mix_t AND "k" = $3`},
 		{deleteSQL(rel), `DELETE FROM "public"."t" WHERE "a" = $1::mix_t AND "k" = $2`},
-		{deleteRunSQL(rel, 2), `DELETE FROM "public"."t" WHERE ("a", "k") IN (($1::mix_t, $2), ($3::mix_t, $4))`},
-		{updateRunSQL(rel, []int{2}, 2), `UPDATE "public"."t" AS pgsync_t SET "b" = v.c0 FROM (VALUES ($1::mix_t[], $2::mix_t, $3::integer), ($4::mix_t[], $5::mix_t, $6::integer)) AS v(c0, c1, c2) WHERE pgsync_t."a" = v.c1 AND pgsync_t."k" = v.c2`},
+		{deleteRowSetSQL(rel, 2), `DELETE FROM "public"."t" WHERE ("a", "k") IN (($1::mix_t, $2), ($3::mix_t, $4))`},
+		{updateRowSetSQL(rel, []int{2}, 2), `UPDATE "public"."t" AS pgsync_t SET "b" = v.c0 FROM (VALUES ($1::mix_t[], $2::mix_t, $3::integer), ($4::mix_t[], $5::mix_t, $6::integer)) AS v(c0, c1, c2) WHERE pgsync_t."a" = v.c1 AND pgsync_t."k" = v.c2`},
 	} {
 		if tc.got != tc.want {
 			t.Errorf("\n%s\nwant\n%s", tc.got, tc.want)

@@ -41,11 +41,11 @@ func (a *Applier) Begin(ctx context.Context, b pgoutput.Begin) error {
 // transactions are already waiting) and the group is under its limits, the
 // target transaction stays open for them and durable is 0; otherwise it
 // commits with the progress row at c.EndLSN, which it returns as durable.
-// A run may continue into the next source transaction of the group: both
+// A row set may continue into the next source transaction of the group: both
 // commit in the same target transaction or not at all.
 func (a *Applier) Commit(ctx context.Context, c pgoutput.Commit, more bool) (durable pglogrepl.LSN, err error) {
 	a.groupEnd, a.groupTime = c.EndLSN, c.Time
-	if more && a.groupBytes < a.opts.MaxBatchBytes && time.Since(a.groupStart) < maxGroupAge {
+	if more && a.groupBytes < a.opts.MaxGroupBytes && time.Since(a.groupStart) < maxGroupAge {
 		return 0, nil
 	}
 	if err := a.commit(ctx); err != nil {
@@ -72,7 +72,7 @@ func (a *Applier) commit(ctx context.Context) error {
 	if !a.inTarget {
 		return nil
 	}
-	if err := a.flushRun(ctx); err != nil {
+	if err := a.sendRowSet(ctx); err != nil {
 		return a.beforeCommit(err)
 	}
 	began := time.Now()
@@ -126,7 +126,7 @@ func (a *Applier) fail(ctx context.Context, err error) error {
 }
 
 // reset abandons the open target transaction and everything queued, and
-// empties the current run: the Applier is left with no group open.
+// empties the current row set: the Applier is left with no group open.
 func (a *Applier) reset(ctx context.Context) {
 	if a.pipeline != nil {
 		// Statements may still be queued on the server (behind a lock, on
@@ -142,7 +142,7 @@ func (a *Applier) reset(ctx context.Context) {
 		a.inTarget = false
 	}
 	a.pending, a.pendingHead, a.batchEnds = a.pending[:0], 0, a.batchEnds[:0]
-	a.clearRun()
+	a.clearRowSet()
 	a.dropSkips()
 	if a.inTarget && a.conn != nil && !a.conn.IsClosed() {
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)

@@ -108,6 +108,21 @@ func (c *ColumnDef) AddClauses(emptyOK bool) (clauses string, dropped bool) {
 	return clauses, dropped
 }
 
+// setAttributes sets what pg_attribute and pg_attrdef say of the column:
+// expr, the stored expression (pg_get_expr), is its generation expression
+// when generated (attgenerated) is set and its default otherwise; identity
+// is attidentity.
+func (c *ColumnDef) setAttributes(expr, generated, identity string) {
+	if generated != "" {
+		c.Generated = expr
+	} else {
+		c.Default = expr
+	}
+	if identity != "" {
+		c.Identity = identity[0]
+	}
+}
+
 // ReadColumns reads the definition of every column of schema.table,
 // generated ones included, in their order; none when there is no such
 // table.
@@ -145,14 +160,7 @@ ORDER BY a.attnum`, schema, table)
 		if err := rows.Scan(&c.Name, &c.Type, &c.TypeOID, &c.TypMod, &c.BaseType, &c.Collation, &expr, &c.VolatileDefault, &c.Existing, &c.NotNull, &generated, &identity); err != nil {
 			return nil, fmt.Errorf("read the columns of %s.%s: %w", schema, table, err)
 		}
-		if generated != "" {
-			c.Generated = expr
-		} else {
-			c.Default = expr
-		}
-		if identity != "" {
-			c.Identity = identity[0]
-		}
+		c.setAttributes(expr, generated, identity)
 		cols = append(cols, c)
 	}
 	if err := rows.Err(); err != nil {

@@ -25,8 +25,8 @@ func jobOptions(cfg *config.Config) job.Options {
 		Tables:            cfg.Tables,
 		Slot:              cfg.SlotName(),
 		MaxParallelCopies: cfg.Tuning.MaxParallelCopies,
-		BufferSizeBytes:   cfg.Tuning.BufferSizeKB << 10,
-		CopyRangeBytes:    int64(cfg.Tuning.CopyRangeMB) << 20,
+		BufferSizeBytes:   cfg.Tuning.BufferSizeBytes,
+		CopyRangeBytes:    cfg.Tuning.CopyRangeBytes,
 		PgDump:            cfg.PgDump,
 	}
 }

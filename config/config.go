@@ -47,16 +47,29 @@ type Config struct {
 	Tuning     Tuning
 }
 
-// Tuning holds the performance knobs, already converted to bytes and counts.
+// Tuning holds the performance knobs. Sizes are converted to bytes, whatever
+// the unit of their key (buffer_size_kb, copy_range_mb); every field names
+// its unit.
 type Tuning struct {
-	MaxInflightBytes  int64
-	MaxBatchRows      int
-	MaxBatchBytes     int64
-	BufferSizeKB      int
+	// MaxInflightBytes bounds the received WAL data waiting to be applied.
+	MaxInflightBytes int64
+	// MaxBatchRows and MaxBatchBytes end a batch of the target pipeline:
+	// the statements sent between two synchronisation points.
+	MaxBatchRows  int
+	MaxBatchBytes int64
+	// MaxGroupBytes ends a group of source transactions committed as one
+	// target transaction. Unset, it is MaxBatchBytes, which bounded both
+	// before it had a key of its own (issue 23).
+	MaxGroupBytes int64
+	// BufferSizeBytes is each COPY stream's hand-off buffer (key
+	// buffer_size_kb, in KiB).
+	BufferSizeBytes int
+	// MaxParallelCopies is the number of concurrent COPY streams.
 	MaxParallelCopies int
-	// CopyRangeMB splits a table of twice this heap size or more into
-	// block ranges copied by all streams; 0 copies every table whole.
-	CopyRangeMB int
+	// CopyRangeBytes splits a table of twice this heap size or more into
+	// block ranges copied by all streams; 0 copies every table whole (key
+	// copy_range_mb, in MiB).
+	CopyRangeBytes int64
 	// WALReceiverTimeout ends run's session, which then reconnects, when
 	// the source sends nothing, not even a keepalive, for this long; 0
 	// turns it off. Named and defaulted after PostgreSQL's own setting.
@@ -86,9 +99,10 @@ func DefaultTuning() Tuning {
 		MaxInflightBytes:   16 << 20,
 		MaxBatchRows:       8000,
 		MaxBatchBytes:      4 << 20,
-		BufferSizeKB:       256,
+		MaxGroupBytes:      4 << 20,
+		BufferSizeBytes:    256 << 10,
 		MaxParallelCopies:  2,
-		CopyRangeMB:        64,
+		CopyRangeBytes:     64 << 20,
 		WALReceiverTimeout: 60 * time.Second,
 		RunProcs:           1,
 		ApplyStreamed:      ApplyStreamedAsReceived,
@@ -134,6 +148,7 @@ type fileConfig struct {
 		MaxInflightBytes   *string `toml:"max_inflight_bytes"`
 		MaxBatchRows       *int    `toml:"max_batch_rows"`
 		MaxBatchBytes      *string `toml:"max_batch_bytes"`
+		MaxGroupBytes      *string `toml:"max_group_bytes"`
 		BufferSizeKB       *int    `toml:"buffer_size_kb"`
 		MaxParallelCopies  *int    `toml:"max_parallel_copies"`
 		CopyRangeMB        *int    `toml:"copy_range_mb"`
@@ -255,6 +270,12 @@ func Parse(name, text string, getenv func(string) string) (*Config, error) {
 			return fail("tuning.max_batch_bytes", "%v", err)
 		}
 	}
+	t.MaxGroupBytes = t.MaxBatchBytes
+	if s := fc.Tuning.MaxGroupBytes; s != nil {
+		if t.MaxGroupBytes, err = parseSize(*s, 1<<10); err != nil {
+			return fail("tuning.max_group_bytes", "%v", err)
+		}
+	}
 	if v := fc.Tuning.MaxBatchRows; v != nil {
 		if *v < 1 || *v > 1000000 {
 			return fail("tuning.max_batch_rows", "%d is out of range (1 to 1000000)", *v)
@@ -265,7 +286,7 @@ func Parse(name, text string, getenv func(string) string) (*Config, error) {
 		if *v < 4 || *v > 65536 {
 			return fail("tuning.buffer_size_kb", "%d is out of range (4 to 65536)", *v)
 		}
-		t.BufferSizeKB = *v
+		t.BufferSizeBytes = *v << 10
 	}
 	if v := fc.Tuning.MaxParallelCopies; v != nil {
 		if *v < 1 || *v > 64 {
@@ -277,7 +298,7 @@ func Parse(name, text string, getenv func(string) string) (*Config, error) {
 		if *v < 0 || *v > 1<<20 {
 			return fail("tuning.copy_range_mb", "%d is out of range (0 to 1048576; 0 copies every table whole)", *v)
 		}
-		t.CopyRangeMB = *v
+		t.CopyRangeBytes = int64(*v) << 20
 	}
 	if s := fc.Tuning.WALReceiverTimeout; s != nil {
 		if t.WALReceiverTimeout, err = parseTimeout(*s); err != nil {

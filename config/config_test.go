@@ -34,7 +34,7 @@ func TestParseDefaults(t *testing.T) {
 		t.Errorf("slot name = %q", cfg.SlotName())
 	}
 	d := DefaultTuning()
-	if d.MaxInflightBytes != 16*1024*1024 || d.MaxBatchBytes != 4*1024*1024 || d.MaxBatchRows != 8000 || d.BufferSizeKB != 256 || d.MaxParallelCopies != 2 ||
+	if d.MaxInflightBytes != 16*1024*1024 || d.MaxBatchBytes != 4*1024*1024 || d.MaxGroupBytes != 4*1024*1024 || d.MaxBatchRows != 8000 || d.BufferSizeBytes != 256<<10 || d.CopyRangeBytes != 64<<20 || d.MaxParallelCopies != 2 ||
 		d.WALReceiverTimeout != 60*time.Second || d.RunProcs != 1 || d.ApplyStreamed != "as-received" {
 		t.Errorf("defaults drifted from the documented ones: %+v", d)
 	}
@@ -46,9 +46,10 @@ func TestParseTuning(t *testing.T) {
 max_inflight_bytes = "32MiB"
 max_batch_rows = 100
 max_batch_bytes = "1MB"
+max_group_bytes = "8MiB"
 buffer_size_kb = 64
 max_parallel_copies = 4
-copy_range_mb = 0
+copy_range_mb = 8
 wal_receiver_timeout = "90s"
 run_procs = 0
 apply_streamed = "at-commit"
@@ -56,10 +57,45 @@ apply_streamed = "at-commit"
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := Tuning{MaxInflightBytes: 32 << 20, MaxBatchRows: 100, MaxBatchBytes: 1000000, BufferSizeKB: 64, MaxParallelCopies: 4, CopyRangeMB: 0,
+	want := Tuning{MaxInflightBytes: 32 << 20, MaxBatchRows: 100, MaxBatchBytes: 1000000, MaxGroupBytes: 8 << 20, BufferSizeBytes: 64 << 10, MaxParallelCopies: 4, CopyRangeBytes: 8 << 20,
 		WALReceiverTimeout: 90 * time.Second, RunProcs: 0, ApplyStreamed: "at-commit"}
 	if cfg.Tuning != want {
 		t.Errorf("tuning = %+v, want %+v", cfg.Tuning, want)
+	}
+}
+
+// TestParseGroupBytes: tuning.max_group_bytes bounds a group on its own;
+// unset, it follows tuning.max_batch_bytes, which bounded both before it
+// had a key of its own, so that an older file means what it meant.
+func TestParseGroupBytes(t *testing.T) {
+	tests := []struct {
+		name         string
+		tuning       string
+		batch, group int64
+		err          string
+	}{
+		{name: "defaults", batch: 4 << 20, group: 4 << 20},
+		{name: "batch only: the group follows", tuning: `max_batch_bytes = "1MiB"`, batch: 1 << 20, group: 1 << 20},
+		{name: "group only", tuning: `max_group_bytes = "64MiB"`, batch: 4 << 20, group: 64 << 20},
+		{name: "both", tuning: "max_batch_bytes = \"2MiB\"\nmax_group_bytes = \"256KiB\"", batch: 2 << 20, group: 256 << 10},
+		{name: "too small", tuning: `max_group_bytes = "100"`, err: "tuning.max_group_bytes: "},
+		{name: "not a size", tuning: `max_group_bytes = "lots"`, err: "tuning.max_group_bytes: "},
+	}
+	for _, tt := range tests {
+		cfg, err := Parse("f.toml", base+"[tuning]\n"+tt.tuning+"\n", noEnv)
+		if tt.err != "" {
+			if err == nil || !strings.Contains(err.Error(), tt.err) {
+				t.Errorf("%s: error %v, want one naming %q", tt.name, err, tt.err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("%s: %v", tt.name, err)
+			continue
+		}
+		if cfg.Tuning.MaxBatchBytes != tt.batch || cfg.Tuning.MaxGroupBytes != tt.group {
+			t.Errorf("%s: batch %d, group %d; want %d, %d", tt.name, cfg.Tuning.MaxBatchBytes, cfg.Tuning.MaxGroupBytes, tt.batch, tt.group)
+		}
 	}
 }
 

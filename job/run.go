@@ -37,6 +37,9 @@ type RunOptions struct {
 	// MaxBatchRows and MaxBatchBytes end a batch of the target pipeline.
 	MaxBatchRows  int
 	MaxBatchBytes int64
+	// MaxGroupBytes ends a group of source transactions committed as one
+	// target transaction.
+	MaxGroupBytes int64
 	// ApplyStreamedAsReceived applies a streamed transaction through a
 	// second target session as it arrives, not at its commit.
 	ApplyStreamedAsReceived bool
@@ -66,8 +69,8 @@ func Run(ctx context.Context, opts Options, ro RunOptions, log *slog.Logger) err
 	stats := &replication.Stats{}
 	// Kept by apply, read by the progress line and the metrics.
 	prepared := &atomic.Int64{}
-	runOpts := replication.RunOptions{
-		StreamOptions: replication.StreamOptions{
+	streamOpts := replication.StreamOptions{
+		SessionOptions: replication.SessionOptions{
 			Names:              names,
 			MaxInflightBytes:   ro.MaxInflightBytes,
 			Logger:             log,
@@ -81,7 +84,11 @@ func Run(ctx context.Context, opts Options, ro RunOptions, log *slog.Logger) err
 		Prepared:      prepared.Load,
 	}
 	applyOpts := apply.Options{Job: opts.Job, Selected: ro.Selected, MaxBatchRows: ro.MaxBatchRows, MaxBatchBytes: ro.MaxBatchBytes,
-		Prepared: prepared, Logger: log, AddColumns: ro.AddColumns, SourceColumns: sourceColumns(opts.SourceURL)}
+		MaxGroupBytes: ro.MaxGroupBytes,
+		Prepared:      prepared, Logger: log, AddColumns: ro.AddColumns, SourceColumns: sourceColumns(opts.SourceURL),
+		// One for the whole run: the tables checked in a session are not
+		// checked again after a reconnect unless they changed.
+		Shapes: apply.NewShapeCache()}
 	if ro.ApplyStreamedAsReceived {
 		applyOpts.Connect = func(ctx context.Context) (*pgx.Conn, error) {
 			return pgconnect.ConnectTarget(ctx, opts.TargetURL)
@@ -98,7 +105,7 @@ func Run(ctx context.Context, opts Options, ro RunOptions, log *slog.Logger) err
 			return err
 		}
 	}
-	err := replication.Run(ctx, runOpts, func(ctx context.Context) (replication.Target, error) {
+	err := replication.Stream(ctx, streamOpts, func(ctx context.Context) (replication.Target, error) {
 		conn, err := pgconnect.ConnectTarget(ctx, opts.TargetURL)
 		if err != nil {
 			return nil, err

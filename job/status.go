@@ -67,16 +67,16 @@ func (j *Job) Status(ctx context.Context) (*Status, error) {
 	}
 	st := &Status{Job: j.opts.Job, Slot: j.names.Slot, SlotExists: slot.Exists, SlotActive: slot.Active, WALStatus: slot.WALStatus,
 		SourceWALLSN: slot.CurrentWALLSN.String(), State: "not bootstrapped"}
-	st.MaxSlotWALKeepSizeMB = slot.MaxSlotWALKeepSize
-	if slot.MaxSlotWALKeepSize > 0 {
-		st.MaxSlotWALKeepSizeMB = slot.MaxSlotWALKeepSize >> 20
+	st.MaxSlotWALKeepSizeMB = slot.MaxSlotWALKeepSizeBytes
+	if slot.MaxSlotWALKeepSizeBytes > 0 {
+		st.MaxSlotWALKeepSizeMB = slot.MaxSlotWALKeepSizeBytes >> 20
 	}
 	if slot.Exists {
 		st.ConfirmedFlushLSN = slot.ConfirmedFlushLSN.String()
 		retained := int64(slot.CurrentWALLSN) - int64(slot.RestartLSN)
 		st.RetainedWALBytes = &retained
 		st.SafeWALSizeBytes = slot.SafeWALSize
-		if w := retainedWALWarning(retained, slot.MaxSlotWALKeepSize); w != "" {
+		if w := retainedWALWarning(retained, slot.MaxSlotWALKeepSizeBytes); w != "" {
 			st.Warnings = append(st.Warnings, w)
 		}
 	}

@@ -41,21 +41,26 @@ func ReadTables(ctx context.Context, conn Querier, job string) (map[string]Table
 	return out, rows.Err()
 }
 
-// ReadTable returns the pgsync.tables row of one table of the job, the
-// zero Table when it has none (a table of the job's bootstrap).
-// pgsync.tables must exist: an error would abort the target transaction
-// the caller may have open.
-func ReadTable(ctx context.Context, conn Querier, job, schema, name string) (Table, error) {
-	t := Table{Schema: schema, Name: name}
-	err := conn.QueryRow(ctx, `SELECT state, coalesce(copied_lsn, '0/0') FROM pgsync.tables WHERE job = $1 AND schema_name = $2 AND table_name = $3`,
-		job, schema, name).Scan(&t.State, &t.CopiedLSN)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return Table{}, nil
-	}
-	if err != nil {
-		return t, fmt.Errorf("read pgsync.tables for %s.%s: %w", schema, name, err)
-	}
-	return t, nil
+// QueueReadTable queues on b the read of the pgsync.tables row of one
+// table of the job into t: the zero Table when it has none (a table of the
+// job's bootstrap). Queued, so that the applier reads it in the round trip
+// that reads the table's shape (catalog.QueueShape; issue 23); the batch's
+// Close returns its error. pgsync.tables must exist: an error would abort
+// the target transaction the caller may have open.
+func QueueReadTable(b *pgx.Batch, job, schema, name string, t *Table) {
+	b.Queue(`SELECT state, coalesce(copied_lsn, '0/0') FROM pgsync.tables WHERE job = $1 AND schema_name = $2 AND table_name = $3`,
+		job, schema, name).QueryRow(func(row pgx.Row) error {
+		*t = Table{Schema: schema, Name: name}
+		err := row.Scan(&t.State, &t.CopiedLSN)
+		if errors.Is(err, pgx.ErrNoRows) {
+			*t = Table{}
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("read pgsync.tables for %s.%s: %w", schema, name, err)
+		}
+		return nil
+	})
 }
 
 // MarkTables records tables of job in state, in one transaction, with

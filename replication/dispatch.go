@@ -39,7 +39,7 @@ type dispatcher struct {
 	// (streamed.go).
 	spools *spoolSet
 	// abortedXids asks the source which subtransactions aborted
-	// (StreamOptions.AbortedXids); nil: none is asked about.
+	// (SessionOptions.AbortedXids); nil: none is asked about.
 	abortedXids func(ctx context.Context, xids []uint32) ([]uint32, error)
 	log         *slog.Logger
 	// early is the streamed transaction applied as it arrives (early.go);
@@ -50,7 +50,7 @@ type dispatcher struct {
 	noEarly   bool
 	relations map[uint32][]byte
 	// commitAloneThrough: source transactions committing at or before it
-	// are committed alone (StreamOptions.CommitAloneThrough).
+	// are committed alone (SessionOptions.CommitAloneThrough).
 	commitAloneThrough pglogrepl.LSN
 }
 

@@ -20,10 +20,10 @@ import (
 var ErrStreamEnded = errors.New("the source ended the replication stream")
 
 // ErrSourceSilent ends a session in which nothing at all, not even a
-// keepalive, came from the source for StreamOptions.WALReceiverTimeout while
+// keepalive, came from the source for SessionOptions.WALReceiverTimeout while
 // the reader waited for it: a walsender that hangs (frozen, or cut off by a
 // network that drops packets without a reset) would otherwise leave run
-// waiting for ever, its log showing no lag (issue 15). Run reconnects.
+// waiting for ever, its log showing no lag (issue 15). Stream reconnects.
 var ErrSourceSilent = errors.New("no message from the source")
 
 // reader is the goroutine that owns the replication connection: it

@@ -28,13 +28,13 @@ type Target interface {
 
 // ErrPaused is matched (errors.Is) by the error of a Target that ends a
 // session on purpose: apply's TableBeingAddedError, at a table that
-// pgsync add-tables is still copying. Run starts the next session at once,
+// pgsync add-tables is still copying. Stream starts the next session at once,
 // without backoff, and that session's ResumeLSN waits.
 var ErrPaused = errors.New("session paused by the target")
 
 // GroupFailedError is a target transaction that held several source
 // transactions (group commit) and failed on one that is not its first, At
-// (its commit LSN). Nothing of the group is committed. Run then starts a
+// (its commit LSN). Nothing of the group is committed. Stream then starts a
 // session that commits every source transaction up to At alone, so that
 // those before At become durable and the failure repeats at At, alone,
 // where the job stops (issue 23).
@@ -48,12 +48,13 @@ func (e *GroupFailedError) Error() string { return e.Err.Error() }
 // Unwrap returns the failure.
 func (e *GroupFailedError) Unwrap() error { return e.Err }
 
-// RunOptions configures Run.
-type RunOptions struct {
-	StreamOptions
+// StreamOptions configures Stream: each session's SessionOptions, and
+// what the loop over sessions needs.
+type StreamOptions struct {
+	SessionOptions
 	SourceURL string
-	// UntilCaughtUp ends Run once every transaction committed on the source
-	// before Run started is applied and acknowledged.
+	// UntilCaughtUp ends Stream once every transaction committed on the
+	// source before Stream started is applied and acknowledged.
 	UntilCaughtUp bool
 	// ProgressEvery is the period of the progress log line; 0 means 10s.
 	ProgressEvery time.Duration
@@ -66,11 +67,11 @@ type RunOptions struct {
 	Prepared func() int64
 }
 
-// Run streams the job's slot into targets opened by openTarget until ctx
+// Stream streams the job's slot into targets opened by openTarget until ctx
 // ends, reconnecting with backoff when the source or the target goes away.
 // Each session resumes from the position recorded on the target, so a
 // reconnect loses and repeats nothing.
-func Run(ctx context.Context, opts RunOptions, openTarget func(context.Context) (Target, error)) error {
+func Stream(ctx context.Context, opts StreamOptions, openTarget func(context.Context) (Target, error)) error {
 	log := opts.Logger
 	if log == nil {
 		log = slog.Default()
@@ -105,7 +106,7 @@ func Run(ctx context.Context, opts RunOptions, openTarget func(context.Context) 
 	streamed := false // a session reached the stream once
 	for attempt := 0; ; attempt++ {
 		began := time.Now()
-		err := runSession(ctx, opts, openTarget, attempt, &streamed)
+		err := session(ctx, opts, openTarget, attempt, &streamed)
 		if err == nil || ctx.Err() != nil {
 			log.Info("stopped", "slot", opts.Slot, "txns", opts.Stats.Txns.Load(), "rows", opts.Stats.Rows.Load(),
 				"spool_bytes", opts.Stats.SpoolBytes.Load(), "cpu_s", cpuSeconds())
@@ -149,7 +150,10 @@ func Run(ctx context.Context, opts RunOptions, openTarget func(context.Context) 
 	}
 }
 
-func runSession(ctx context.Context, opts RunOptions, openTarget func(context.Context) (Target, error), attempt int, streamed *bool) error {
+// session is one of Stream's sessions: it opens a target, reads where to
+// resume from it, connects to the source's slot and streams until the
+// session ends.
+func session(ctx context.Context, opts StreamOptions, openTarget func(context.Context) (Target, error), attempt int, streamed *bool) error {
 	target, err := openTarget(ctx)
 	if err != nil {
 		return err
@@ -181,7 +185,7 @@ func runSession(ctx context.Context, opts RunOptions, openTarget func(context.Co
 	} else {
 		opts.Logger.Info("reconnected", "slot", opts.Slot, "from_lsn", start.String(), "attempt", attempt)
 	}
-	return Stream(ctx, conn, start, target, opts.StreamOptions)
+	return streamSession(ctx, conn, start, target, opts.SessionOptions)
 }
 
 // abortedXidsAt asks the source at url, over a connection of its own (a

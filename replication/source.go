@@ -261,11 +261,11 @@ type SlotStatus struct {
 	// was invalidated and the job must start over.
 	WALStatus string
 	// SafeWALSize is pg_replication_slots.safe_wal_size: how much more WAL
-	// can be written before the slot is invalidated (nil: no limit).
+	// can be written before the slot is invalidated, in bytes (nil: no limit).
 	SafeWALSize *int64
-	// MaxSlotWALKeepSize is the source's max_slot_wal_keep_size in bytes,
+	// MaxSlotWALKeepSizeBytes is the source's max_slot_wal_keep_size in bytes,
 	// -1 when unlimited.
-	MaxSlotWALKeepSize int64
+	MaxSlotWALKeepSizeBytes int64
 	// SourceNow is the source's clock, for lag in seconds.
 	SourceNow time.Time
 }
@@ -280,7 +280,7 @@ SELECT s.slot_name IS NOT NULL, coalesce(s.active, false), coalesce(s.confirmed_
             ELSE pg_size_bytes(current_setting('max_slot_wal_keep_size')) END,
        now()
 FROM (SELECT 1) one LEFT JOIN pg_replication_slots s ON s.slot_name = $1`, n.Slot).Scan(&s.Exists, &s.Active, &s.ConfirmedFlushLSN, &s.RestartLSN, &s.CurrentWALLSN,
-		&s.WALStatus, &s.SafeWALSize, &s.MaxSlotWALKeepSize, &s.SourceNow)
+		&s.WALStatus, &s.SafeWALSize, &s.MaxSlotWALKeepSizeBytes, &s.SourceNow)
 	if err != nil {
 		return s, fmt.Errorf("read slot %s: %w", n.Slot, err)
 	}

@@ -34,8 +34,8 @@ type Applier interface {
 	Flush(ctx context.Context) (durable pglogrepl.LSN, err error)
 }
 
-// StreamOptions configures one streaming session.
-type StreamOptions struct {
+// SessionOptions configures one streaming session (streamSession).
+type SessionOptions struct {
 	Names
 	// MaxInflightBytes bounds the received WAL data waiting to be applied.
 	MaxInflightBytes int64
@@ -61,7 +61,7 @@ type StreamOptions struct {
 	SpoolDir string
 	// AbortedXids returns those of xids, subtransactions of a streamed
 	// transaction that committed, that the source's commit log records as
-	// aborted (streamed.go says why); nil asks nothing. Run sets it.
+	// aborted (streamed.go says why); nil asks nothing. Stream sets it.
 	AbortedXids func(ctx context.Context, xids []uint32) ([]uint32, error)
 	// CommitAloneThrough, when set, commits each source transaction that
 	// commits at or before it in a target transaction of its own (no group
@@ -116,7 +116,7 @@ func (st *Stats) LagSeconds(now time.Time) float64 {
 // (SilentSeconds) it may have written any amount since, which only the
 // source can tell (pg_current_wal_lsn(); pgsync status and the
 // pgsync_retained_wal_bytes metric read it there). The progress line of
-// Run therefore gives silent_s instead of lag_bytes after a silence.
+// Stream therefore gives silent_s instead of lag_bytes after a silence.
 func (st *Stats) LagBytes() int64 {
 	p := st.Positions.Load()
 	if p == nil {
@@ -158,17 +158,17 @@ type walMessage struct {
 // errCaughtUp ends a stream that reached StopAt.
 var errCaughtUp = errors.New("caught up")
 
-// Stream runs START_REPLICATION on conn from start and hands every source
+// streamSession runs START_REPLICATION on conn from start and hands every source
 // transaction to app until ctx ends (nil), StopAt is acknowledged (nil) or
 // an error occurs. Transactions whose commit lies before start are skipped:
 // they were applied before.
 //
 // One goroutine (the reader) owns the connection and all of its I/O,
 // including the standby status updates; another (the dispatcher) decodes and
-// applies. Between them sits a queue bounded by MaxInflightBytes. Stream
+// applies. Between them sits a queue bounded by MaxInflightBytes. streamSession
 // returns only after the dispatcher has stopped, so the caller may close
 // the target then.
-func Stream(ctx context.Context, conn *pgconn.PgConn, start pglogrepl.LSN, app Applier, opts StreamOptions) error {
+func streamSession(ctx context.Context, conn *pgconn.PgConn, start pglogrepl.LSN, app Applier, opts SessionOptions) error {
 	if opts.Stats == nil {
 		opts.Stats = &Stats{}
 	}

@@ -123,7 +123,7 @@ func (d *dispatcher) spool(ctx context.Context, msg []byte) error {
 // TestStreamedLargeValues meets it; a native subscription with streaming =
 // on applies such rows). So when the spool holds subtransactions, the
 // source's commit log is asked which of them aborted
-// (StreamOptions.AbortedXids).
+// (SessionOptions.AbortedXids).
 func (d *dispatcher) streamCommit(ctx context.Context, c pgoutput.StreamCommit) (err error) {
 	sp, err := d.spools.take(c.Xid)
 	if err != nil {

@@ -10,23 +10,23 @@ import (
 	"github.com/pgsync/pgsync/pgoutput"
 )
 
-// rowRun gathers consecutive changes of one kind on one table so that they
+// rowSet gathers consecutive changes of one kind on one table so that they
 // go to the target as one statement: a multi-row INSERT, an UPDATE ... FROM
 // (VALUES ...) or a DELETE ... WHERE key IN (...). The target then starts its
-// executor once per run instead of once per row, which is where a
-// row-at-a-time applier spends its time. A long run of INSERTs goes as a
+// executor once per row set instead of once per row, which is where a
+// row-at-a-time applier spends its time. A long row set of INSERTs goes as a
 // COPY FROM STDIN inside the open target transaction instead, which takes
 // the server's multi-insert path (docs/benchmarks.md, inserts).
 //
-// Order is kept: any change that cannot join the run sends the run first.
-// A run's values point into message buffers; they are released when it is
-// sent.
-type rowRun struct {
+// Order is kept: any change that cannot join the row set sends the row set
+// first. A row set's values point into message buffers; they are released
+// when it is sent.
+type rowSet struct {
 	op      byte
 	rel     *relation
 	mask    []byte   // UPDATE: the columns set, the same for every row
 	setCols []int    // UPDATE: the columns set
-	keys    []uint64 // UPDATE: hashes of the keys, each row once per run
+	keys    []uint64 // UPDATE: hashes of the keys, each row once per row set
 	rows    int
 	params  [][]byte
 	bytes   int64
@@ -34,14 +34,14 @@ type rowRun struct {
 }
 
 // largeChange is the message size above which a change is not gathered
-// into a run.
+// into a row set.
 const largeChange = 64 << 10
 
-// maxRunRows bounds a run sent as one statement; the protocol's 65535
+// maxRowSetRows bounds a row set sent as one statement; the protocol's 65535
 // parameters bound it too.
-const maxRunRows = 64
+const maxRowSetRows = 64
 
-// A run of at least copyMinRows INSERTs is sent as a COPY; an INSERT run
+// A row set of at least copyMinRows INSERTs is sent as a COPY; an INSERT row set
 // may grow to maxCopyRows rows or maxCopyBytes value bytes. Below
 // copyMinRows, COPY saved no target CPU over multi-row INSERTs and costs
 // a round trip (scripts/insert-copy-bench).
@@ -51,14 +51,14 @@ const (
 	maxCopyBytes = 1 << 20
 )
 
-// runnable reports whether the change can be part of a run: INSERTs, and
+// fitsRowSet reports whether the change can be part of a row set: INSERTs, and
 // UPDATEs and DELETEs that find their row by key. An UPDATE that changes
 // the key and a REPLICA IDENTITY FULL match go one row at a time.
 //
 // A change of more than largeChange bytes goes alone too, and at once: the
 // statement then holds the only copy of its values (the message may be
 // freed as soon as Change returns), and its bytea values go in binary.
-func runnable(rel *relation, c *pgoutput.Change) bool {
+func fitsRowSet(rel *relation, c *pgoutput.Change) bool {
 	if c.Size > largeChange {
 		return false
 	}
@@ -73,11 +73,11 @@ func runnable(rel *relation, c *pgoutput.Change) bool {
 	return false
 }
 
-// addToRun adds the change to the current run. joined is false when the run
-// holds changes the change cannot join: send the run and call again. full
-// reports that the run cannot take another row.
-func (a *Applier) addToRun(rel *relation, c *pgoutput.Change) (joined, full bool) {
-	r := &a.run
+// addToRowSet adds the change to the current row set. joined is false when
+// the row set holds changes the change cannot join: send the row set and
+// call again. full reports that the row set cannot take another row.
+func (a *Applier) addToRowSet(rel *relation, c *pgoutput.Change) (joined, full bool) {
+	r := &a.rowSet
 	var keyHash uint64
 	if c.Op == pgoutput.MsgUpdate {
 		a.setBuf, r.maskBuf = appendSetColumns(a.setBuf[:0], r.maskBuf[:0], rel, c)
@@ -87,7 +87,7 @@ func (a *Applier) addToRun(rel *relation, c *pgoutput.Change) (joined, full bool
 		if r.op != c.Op || r.rel != rel {
 			return false, false
 		}
-		// One UPDATE per row in a run: UPDATE ... FROM would apply only one
+		// One UPDATE per row in a row set: UPDATE ... FROM would apply only one
 		// of two updates of the same row.
 		if c.Op == pgoutput.MsgUpdate && (!bytes.Equal(r.mask, r.maskBuf) || slices.Contains(r.keys, keyHash)) {
 			return false, false
@@ -123,10 +123,10 @@ func (a *Applier) addToRun(rel *relation, c *pgoutput.Change) (joined, full bool
 	// Another row would pass the protocol's 65535 parameters. A row has at
 	// most len(r.params) of them, so under half that there is room, and
 	// the per-row division is left out of the common case.
-	return true, r.rows >= maxRunRows || len(r.params) > 65535/2 && len(r.params)+r.width() > 65535
+	return true, r.rows >= maxRowSetRows || len(r.params) > 65535/2 && len(r.params)+r.width() > 65535
 }
 
-func (r *rowRun) add(vals ...[]byte) {
+func (r *rowSet) add(vals ...[]byte) {
 	r.params = append(r.params, vals...)
 	for _, v := range vals {
 		r.bytes += int64(len(v))
@@ -143,10 +143,10 @@ func (a *Applier) keyHash(rel *relation, t *pgoutput.Tuple) uint64 {
 	return a.hash.Sum64()
 }
 
-// runStatement returns the statement for rows rows of the current run;
+// rowSetStatement returns the statement for rows rows of the current row set;
 // fresh is true on its first use, when it still has to be prepared.
-func (a *Applier) runStatement(rows int) (st *statement, fresh bool) {
-	r := &a.run
+func (a *Applier) rowSetStatement(rows int) (st *statement, fresh bool) {
+	r := &a.rowSet
 	k := a.statementKey(r.op, r.rel, rows)
 	if r.op == pgoutput.MsgUpdate {
 		k = append(k, r.mask...)
@@ -160,29 +160,29 @@ func (a *Applier) runStatement(rows int) (st *statement, fresh bool) {
 	case pgoutput.MsgInsert:
 		st.sql = insertSQL(r.rel, rows, nil)
 	case pgoutput.MsgUpdate:
-		st.sql = updateRunSQL(r.rel, r.setCols, rows)
+		st.sql = updateRowSetSQL(r.rel, r.setCols, rows)
 	case pgoutput.MsgDelete:
-		st.sql = deleteRunSQL(r.rel, rows)
+		st.sql = deleteRowSetSQL(r.rel, rows)
 	}
 	a.addStatement(k, r.rel, st)
 	return st, true
 }
 
-// flushRun sends the current run: as a COPY when it is a long run of
-// INSERTs, otherwise as statements of at most maxRunRows rows (one for
-// UPDATE and DELETE runs, which never grow past that).
-func (a *Applier) flushRun(ctx context.Context) error {
-	r := &a.run
+// sendRowSet sends the current row set: as a COPY when it is a long row set of
+// INSERTs, otherwise as statements of at most maxRowSetRows rows (one for
+// UPDATE and DELETE row sets, which never grow past that).
+func (a *Applier) sendRowSet(ctx context.Context) error {
+	r := &a.rowSet
 	if r.rows == 0 {
 		return nil
 	}
 	if r.op == pgoutput.MsgInsert && r.rows >= copyMinRows {
-		return a.copyRun(ctx)
+		return a.copyRowSet(ctx)
 	}
 	rows, width, chunk := r.rows, r.width(), r.chunkRows()
 	for start := 0; start < rows; start += chunk {
 		n := min(chunk, rows-start)
-		st, fresh := a.runStatement(n)
+		st, fresh := a.rowSetStatement(n)
 		a.startPipeline(ctx)
 		if fresh {
 			a.prepare(st, r.op, r.rel)
@@ -193,7 +193,7 @@ func (a *Applier) flushRun(ctx context.Context) error {
 		}
 		a.reserve(params, r.bytes*int64(n)/int64(rows))
 		a.pipeline.SendQueryPrepared(st.name, params, nil, nil)
-		// Each row of a run is one row changed (an UPDATE or DELETE finds
+		// Each row of a row set is one row changed (an UPDATE or DELETE finds
 		// its own row); fewer is a trigger's skip or a missing row
 		// (rowsShort).
 		a.pending = append(a.pending, pending{kind: pendingRows, op: r.op, expect: int32(n), rel: r.rel, lsn: a.sourceLSN})
@@ -201,37 +201,37 @@ func (a *Applier) flushRun(ctx context.Context) error {
 			return err
 		}
 	}
-	a.clearRun()
+	a.clearRowSet()
 	return nil
 }
 
-// width is the number of parameters a row of the run has.
-func (r *rowRun) width() int { return len(r.params) / max(r.rows, 1) }
+// width is the number of parameters a row of the row set has.
+func (r *rowSet) width() int { return len(r.params) / max(r.rows, 1) }
 
-// chunkRows is the number of rows each statement of the run carries: all
-// of them, except for an INSERT run, which may be longer than a statement
-// can take (maxRunRows, 65535 parameters).
-func (r *rowRun) chunkRows() int {
+// chunkRows is the number of rows each statement of the row set carries: all
+// of them, except for an INSERT row set, which may be longer than a statement
+// can take (maxRowSetRows, 65535 parameters).
+func (r *rowSet) chunkRows() int {
 	if r.op != pgoutput.MsgInsert || r.width() == 0 {
 		return r.rows
 	}
-	return min(maxRunRows, 65535/r.width())
+	return min(maxRowSetRows, 65535/r.width())
 }
 
-// copyRun sends the current run of INSERTs as COPY FROM STDIN in the open
+// copyRowSet sends the current row set of INSERTs as COPY FROM STDIN in the open
 // target transaction. The pipeline is drained first (COPY is its own round
 // trip), so every earlier statement has succeeded and order is kept.
-func (a *Applier) copyRun(ctx context.Context) error {
-	r := &a.run
+func (a *Applier) copyRowSet(ctx context.Context) error {
+	r := &a.rowSet
 	rel, rows, n := r.rel, r.rows, r.bytes
 	a.copyBuf = appendCopyRows(a.copyBuf[:0], r.params, len(rel.cols))
-	a.clearRun()
+	a.clearRowSet()
 	if err := a.drain(ctx); err != nil {
 		return err
 	}
 	tag, err := a.conn.PgConn().CopyFrom(ctx, bytes.NewReader(a.copyBuf), copySQL(rel))
 	if cap(a.copyBuf) > 4*maxCopyBytes {
-		a.copyBuf = nil // one run of escaped values: do not keep it
+		a.copyBuf = nil // one row set of escaped values: do not keep it
 	}
 	pd := pending{kind: pendingRows, op: pgoutput.MsgInsert, expect: int32(rows), rel: rel, lsn: a.sourceLSN}
 	switch {
@@ -304,9 +304,9 @@ func copyEscapeIn(w uint64) bool {
 	return below|backslash != 0
 }
 
-// clearRun empties the run, dropping its references to message buffers.
-func (a *Applier) clearRun() {
-	r := &a.run
+// clearRowSet empties the row set, dropping its references to message buffers.
+func (a *Applier) clearRowSet() {
+	r := &a.rowSet
 	clear(r.params)
 	r.params, r.keys = r.params[:0], r.keys[:0]
 	r.rows, r.bytes, r.rel = 0, 0, nil
