@@ -10,6 +10,7 @@ import (
 	"github.com/dustin/go-humanize"
 	"github.com/spf13/cobra"
 
+	"github.com/pgsync/pgsync/config"
 	"github.com/pgsync/pgsync/job"
 )
 
@@ -18,7 +19,8 @@ func (a *app) cutoverCmd() *cobra.Command {
 	var lockRoles []string
 	var unlockRoles []string
 	var timeout time.Duration
-	var asJSON bool
+	var asJSON, reverse bool
+	var reverseJob string
 	c := &cobra.Command{
 		Use:   "cutover",
 		Short: "Finish a move: wait until the target has everything, set its sequences, report it ready, then verify",
@@ -41,6 +43,18 @@ together or not at all. Undo it with pgsync cutover --unlock-source ROLE
 outcome, cutover prints its report, and an error after the lock names the
 locked roles and the undo. Without --lock-source, writes that arrive on
 the source after the wait are not on the target: stop them first.
+
+--reverse also sets up the way back before it reports the target ready: it
+ends the job's slot and publication on the source (nothing echoes back),
+records the job as reversed, creates a publication and a slot on the
+target, records the reverse job (<job>_back, or --reverse-job) on the
+source as ready at that slot's consistent point with the roles it locked,
+and writes its configuration beside this one (<job>_back.toml: source and
+target swapped). pgsync run -c <job>_back.toml then streams the new
+primary's writes back to the old database; pgsync cutover -c
+<job>_back.toml is the rollback, which also unlocks exactly the roles this
+cutover locked there (and with --reverse, sets up the way forward again).
+It refuses before the lock when pgsync check --reverse has a FAIL.
 
 Exit status: 0 the target has everything and the comparison says
 identical (the report says so), 1 the lag is over --max-lag, the wait
@@ -65,7 +79,19 @@ already reported ready: decide whether to go on), or an error.`,
 				}
 				a.printCutoverReady(rep)
 			}
-			rep, err := j.Cutover(ctx, job.CutoverOptions{MaxLagBytes: int64(limit), LockRoles: lockRoles, Timeout: timeout, Ready: ready})
+			o := job.CutoverOptions{MaxLagBytes: int64(limit), LockRoles: lockRoles, Timeout: timeout, Ready: ready}
+			if reverse {
+				cfg, err := a.loadConfig()
+				if err != nil {
+					return err
+				}
+				o.Reverse = &job.ReverseOptions{
+					Name:        reverseName(cfg, reverseJob),
+					CheckConfig: func(name string) error { return config.CheckReverse(a.configPath, cfg, name) },
+					WriteConfig: func(name string) (string, error) { return config.WriteReverse(a.configPath, cfg, name) },
+				}
+			}
+			rep, err := j.Cutover(ctx, o)
 			a.printCutover(rep, asJSON)
 			return err
 		}),
@@ -75,6 +101,8 @@ already reported ready: decide whether to go on), or an error.`,
 	c.Flags().StringSliceVar(&unlockRoles, "unlock-source", nil, "undo --lock-source for these roles, and do nothing else")
 	c.Flags().DurationVar(&timeout, "timeout", 5*time.Minute, "give up waiting for the target after this long")
 	c.Flags().BoolVar(&asJSON, "json", false, "print the report as JSON")
+	c.Flags().BoolVar(&reverse, "reverse", false, "set up the way back (a reverse job from the target to the source) before reporting ready")
+	c.Flags().StringVar(&reverseJob, "reverse-job", "", "the reverse job's name (default <job>_back; <x> for a job named <x>_back)")
 	return c
 }
 
@@ -110,6 +138,12 @@ func (a *app) printCutover(rep *job.CutoverReport, asJSON bool) {
 func (a *app) printCutoverReady(rep *job.CutoverReport) {
 	for _, s := range rep.Sequences {
 		fmt.Fprintf(a.stdout, "sequence set:    %s = %d (was %d)\n", s.Target, s.SourceLast, s.TargetLast)
+	}
+	if len(rep.UnlockedRoles) > 0 {
+		fmt.Fprintf(a.stdout, "target unlocked: %s (locked by the cutover that made this job)\n", strings.Join(rep.UnlockedRoles, ", "))
+	}
+	if r := rep.Reverse; r != nil {
+		fmt.Fprintf(a.stdout, "way back:        job %s streams the target back to the source from %s: pgsync run -c %s (rollback: pgsync cutover -c %s)\n", r.Job, r.From, r.Config, r.Config)
 	}
 	if lo := rep.LargeObjects; lo != nil {
 		fmt.Fprintf(a.stdout, "large objects:   %d on the source; %d created or changed since bootstrap copied, %d removed, in %.2f s\n", lo.Source, lo.Copied, lo.Removed, lo.Seconds)

@@ -220,7 +220,8 @@ Exit status: 0 torn down (or nothing left to drop), 1 otherwise.`,
 }
 
 func (a *app) checkCmd() *cobra.Command {
-	var asJSON bool
+	var asJSON, reverse bool
+	var reverseJob string
 	c := &cobra.Command{
 		Use:   "check",
 		Short: "Check, read-only, that bootstrap and run will work; one line per item with the fix",
@@ -234,6 +235,14 @@ max_slot_wal_keep_size and the size of the copy. It changes
 nothing. Free disk space is not checked on either side: compare the copy
 size with the target's free space yourself.
 
+--reverse checks instead whether the way back is possible (cutover
+--reverse): the items of check for the reverse job, from the target back
+to the source (the target's wal_level, slots and WAL senders, REPLICATION
+and the right to publish the tables there; the pgsync schema and
+session_replication_role on the source; a key or replica identity for
+every table), and that the source holds no other job of the reverse job's
+name (<job>_back, or --reverse-job).
+
 Exit status: 0 when nothing FAILs (WARN alone is 0), 1 otherwise.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -241,7 +250,12 @@ Exit status: 0 when nothing FAILs (WARN alone is 0), 1 otherwise.`,
 			if err != nil {
 				return err
 			}
-			items := job.Preflight(cmd.Context(), jobOptions(cfg), true)
+			var items job.Checks
+			if reverse {
+				items = job.PreflightReverse(cmd.Context(), jobOptions(cfg), reverseName(cfg, reverseJob))
+			} else {
+				items = job.Preflight(cmd.Context(), jobOptions(cfg), true)
+			}
 			if asJSON {
 				enc := json.NewEncoder(a.stdout)
 				enc.SetIndent("", "  ")
@@ -263,6 +277,8 @@ Exit status: 0 when nothing FAILs (WARN alone is 0), 1 otherwise.`,
 			return nil
 		},
 	}
+	c.Flags().BoolVar(&reverse, "reverse", false, "check whether the way back (cutover --reverse) is possible")
+	c.Flags().StringVar(&reverseJob, "reverse-job", "", "the reverse job's name (default <job>_back)")
 	c.Flags().BoolVar(&asJSON, "json", false, "print the items as JSON")
 	return c
 }
@@ -307,4 +323,12 @@ func (a *app) showCopyProgress(p *job.CopyProgress) func() {
 			_ = bar.Finish()
 		}
 	}
+}
+
+// reverseName is the reverse job's name: --reverse-job, else <job>_back.
+func reverseName(cfg *config.Config, flag string) string {
+	if flag != "" {
+		return flag
+	}
+	return job.ReverseName(cfg.Job)
 }

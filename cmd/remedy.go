@@ -22,6 +22,8 @@ func remedy(err error, command string) error {
 		fix = "another target may use it: choose another job.name, or run pgsync teardown (or bootstrap --force) to drop it"
 	case errors.Is(err, job.ErrNotBootstrapped):
 		fix = "run pgsync bootstrap first"
+	case errors.Is(err, job.ErrJobReversed):
+		fix = "its target is now the source of the reverse job: use that job's configuration, which cutover --reverse wrote beside this one (bootstrap --force would start this job over)"
 	case errors.Is(err, job.ErrBootstrapUnfinished):
 		fix = "rerun pgsync bootstrap: it resumes the interrupted one"
 	case errors.Is(err, job.ErrSlotMissing), errors.Is(err, job.ErrSlotInvalidated):

@@ -22,6 +22,7 @@ func TestRemedy(t *testing.T) {
 		{job.ErrForeignSlot, "bootstrap", "choose another job.name"},
 		{job.ErrNotBootstrapped, "run", "run pgsync bootstrap first"},
 		{job.ErrBootstrapUnfinished, "cutover", "rerun pgsync bootstrap: it resumes"},
+		{job.ErrJobReversed, "run", "use that job's configuration, which cutover --reverse wrote"},
 		{job.ErrSlotMissing, "run", "start over with pgsync bootstrap --force"},
 		{job.ErrSlotInvalidated, "status", "start over with pgsync bootstrap --force"},
 		{job.ErrSlotActive, "run", "stop the other pgsync run"},

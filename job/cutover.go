@@ -47,10 +47,15 @@ type CutoverReport struct {
 	// TargetSnapshot is the target's snapshot at SourceLSN, exported
 	// before ReadyAt; the tables were compared at it, and at the locked
 	// source's, while the application could already write to the target.
-	TargetSnapshot string          `json:"target_snapshot,omitempty"`
-	VerifySeconds  float64         `json:"verify_seconds"`
-	Tables         []verify.Result `json:"tables"`
-	Identical      bool            `json:"identical"`
+	TargetSnapshot string `json:"target_snapshot,omitempty"`
+	// UnlockedRoles are the roles the cutover that made this job (a
+	// reverse job) had locked on its target, given their writes back.
+	UnlockedRoles []string `json:"unlocked_roles,omitempty"`
+	// Reverse is the reverse job cutover --reverse set up.
+	Reverse       *ReverseReport  `json:"reverse,omitempty"`
+	VerifySeconds float64         `json:"verify_seconds"`
+	Tables        []verify.Result `json:"tables"`
+	Identical     bool            `json:"identical"`
 }
 
 // CutoverOptions are cutover's flags.
@@ -61,6 +66,9 @@ type CutoverOptions struct {
 	// Ready, when set, is called as soon as the target is ready for
 	// writes, before the tables are compared.
 	Ready func(*CutoverReport)
+	// Reverse, when set, sets up the way back before the target is
+	// reported ready (setUpReverse).
+	Reverse *ReverseOptions
 }
 
 // Sentinel errors of cutover.
@@ -91,6 +99,11 @@ func (j *Job) Cutover(ctx context.Context, o CutoverOptions) (*CutoverReport, er
 }
 
 func (j *Job) cutover(ctx context.Context, o CutoverOptions, rep *CutoverReport) error {
+	if o.Reverse != nil {
+		if done, err := j.resumeReverse(ctx, o.Reverse, rep); done || err != nil {
+			return err
+		}
+	}
 	applied, head, err := j.appliedAndHead(ctx)
 	if err != nil {
 		return err
@@ -103,6 +116,11 @@ func (j *Job) cutover(ctx context.Context, o CutoverOptions, rep *CutoverReport)
 	tables, err := j.Tables(ctx)
 	if err != nil {
 		return err
+	}
+	if o.Reverse != nil {
+		if err := j.checkReverse(ctx, o.Reverse); err != nil {
+			return err
+		}
 	}
 	// The sessions that hold each side's snapshot for the comparison are
 	// opened now, before the write gap begins.
@@ -186,6 +204,14 @@ func (j *Job) cutover(ctx context.Context, o CutoverOptions, rep *CutoverReport)
 	}
 	if err != nil {
 		j.log.Warn("sequences", "err", err)
+	}
+	if rep.UnlockedRoles, err = j.unlockRecorded(ctx); err != nil {
+		return err
+	}
+	if o.Reverse != nil {
+		if rep.Reverse, err = j.setUpReverse(ctx, o.Reverse, tables, goal, rep.LockedRoles); err != nil {
+			return err
+		}
 	}
 	rep.ReadyAt = time.Now().UTC()
 	if !rep.LockedAt.IsZero() {
@@ -334,12 +360,8 @@ FROM pg_stat_activity WHERE pid = ANY ($1)`, pids).Scan(&left); err != nil {
 // UnlockSource undoes cutover's lock for roles: they may write on the
 // source again (new sessions).
 func (j *Job) UnlockSource(ctx context.Context, roles []string) error {
-	return pgx.BeginFunc(ctx, j.src, func(tx pgx.Tx) error {
-		for _, role := range roles {
-			if _, err := tx.Exec(ctx, "ALTER ROLE "+catalog.QuoteIdent(role)+" RESET default_transaction_read_only"); err != nil {
-				return fmt.Errorf("unlock the source for role %s: %w", role, err)
-			}
-		}
-		return nil
-	})
+	if err := unlockRoles(ctx, j.src, roles); err != nil {
+		return fmt.Errorf("the source: %w", err)
+	}
+	return nil
 }

@@ -2,6 +2,8 @@ package job
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"log/slog"
 	"sync/atomic"
 	"time"
@@ -65,6 +67,9 @@ func Run(ctx context.Context, opts Options, ro RunOptions, log *slog.Logger) err
 	if log == nil {
 		log = slog.Default()
 	}
+	if reversed(ctx, opts) {
+		return fmt.Errorf("job %s: %w", opts.Job, ErrJobReversed)
+	}
 	names := replication.Names{Job: opts.Job, Slot: opts.Slot, Publication: opts.Slot}
 	stats := &replication.Stats{}
 	// Kept by apply, read by the progress line and the metrics.
@@ -112,7 +117,25 @@ func Run(ctx context.Context, opts Options, ro RunOptions, log *slog.Logger) err
 		}
 		return apply.New(conn, applyOpts), nil
 	})
+	if (errors.Is(err, ErrSlotMissing) || errors.Is(err, ErrJobReversed)) && reversed(ctx, opts) {
+		// cutover --reverse ended the slot: this run's work is done.
+		log.Info("run ends: cutover --reverse ended the job; its reverse job streams the other way", "job", opts.Job)
+		return nil
+	}
 	return err
+}
+
+// reversed says whether the target records the job as reversed.
+func reversed(ctx context.Context, opts Options) bool {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	conn, err := pgconnect.Connect(ctx, "target", opts.TargetURL)
+	if err != nil {
+		return false
+	}
+	defer conn.Close(ctx)
+	p, err := ledger.ReadProgress(ctx, conn, opts.Job)
+	return err == nil && p.State == ledger.JobReversed
 }
 
 // runReadings are run's metrics over its counters and positions.
