@@ -34,7 +34,7 @@ func CheckReverse(path string, cfg *Config, name string) error {
 	case errors.As(err, &cerr) && errors.Is(statErr(out), os.ErrNotExist):
 		return nil
 	default:
-		return fmt.Errorf("%s exists and does not read as a configuration (%w): move it away, or name the reverse job with --reverse-job", out, err)
+		return fmt.Errorf("%s exists and does not read as a configuration (%v): move it away, or name the reverse job with --reverse-job", out, err)
 	}
 }
 

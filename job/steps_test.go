@@ -125,3 +125,12 @@ func TestSortAddedTables(t *testing.T) {
 		}
 	}
 }
+
+// TestReverseName: <job>_back, and back again.
+func TestReverseName(t *testing.T) {
+	for in, want := range map[string]string{"move": "move_back", "move_back": "move", "_back": "_back_back", "a_back_back": "a_back"} {
+		if got := ReverseName(in); got != want {
+			t.Errorf("ReverseName(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"math/rand"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -244,5 +245,55 @@ CREATE TABLE orders (id bigserial PRIMARY KEY, account int NOT NULL);`, "")
 	<-app.done
 	if len(app.errs) > 0 {
 		t.Errorf("the application failed %d times outside the write gaps, first: %s", len(app.errs), app.errs[0])
+	}
+}
+
+// TestCutoverReverseRefusedDoesNothing: check --reverse lists the way
+// back's items; cutover --reverse whose reverse configuration file belongs
+// to something else refuses before the lock and changes nothing (the role
+// can still write, the job is ready with its slot, nothing is recorded on
+// the source); the same command, once the file is moved, sets the way back
+// up.
+func TestCutoverReverseRefusedDoesNothing(t *testing.T) {
+	e := newEnv(t, "CREATE TABLE t (id int PRIMARY KEY, v text); INSERT INTO t SELECT g, 'x' FROM generate_series(1, 50) g;", "")
+	e.mustPgsync("bootstrap")
+	r := e.mustPgsync("check", "--reverse")
+	for _, want := range []string{"OK    reverse wal_level", "OK    reverse REPLICATION", "OK    reverse job"} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("check --reverse lacks %q:\n%s", want, r.stdout)
+		}
+	}
+	bg := e.start("run")
+	defer bg.kill9(t)
+	e.srcExec("INSERT INTO t VALUES (100, 'y')")
+	backPath := filepath.Join(filepath.Dir(e.cfgPath), e.job+"_back.toml")
+	if err := os.WriteFile(backPath, []byte("# the operator's own file\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r = e.pgsync("cutover", "--reverse", "--lock-source", "postgres")
+	if r.code != 1 || !strings.Contains(r.stderr, backPath) || !strings.Contains(r.stderr, "nothing was recorded") {
+		t.Fatalf("cutover --reverse over another file: exit %d, want a refusal naming %s\n%s", r.code, backPath, r.stderr)
+	}
+	if got := queryOne[string](t, e.src, "SELECT coalesce((SELECT array_to_string(setconfig, ',') FROM pg_db_role_setting s JOIN pg_roles r ON r.oid = s.setrole WHERE r.rolname = 'postgres' AND s.setdatabase = 0), '')"); strings.Contains(got, "read_only") {
+		t.Errorf("the refused cutover locked the role: %s", got)
+	}
+	if queryOne[bool](t, e.src, "SELECT to_regnamespace('pgsync') IS NOT NULL") {
+		t.Error("the refused cutover recorded the reverse job on the source")
+	}
+	if st := queryOne[string](t, e.tgt, "SELECT state FROM pgsync.progress WHERE job = $1", e.job); st != "ready" {
+		t.Errorf("job state %q after the refusal, want ready", st)
+	}
+	if b, _ := os.ReadFile(backPath); string(b) != "# the operator's own file\n" {
+		t.Errorf("the refused cutover wrote over the operator's file: %q", b)
+	}
+	if err := os.Remove(backPath); err != nil {
+		t.Fatal(err)
+	}
+	r = e.mustPgsync("cutover", "--reverse")
+	if !strings.Contains(r.stdout, "way back:") || !strings.Contains(r.stdout, backPath) {
+		t.Errorf("cutover --reverse after the refusal:\n%s", r.stdout)
+	}
+	if st := queryOne[string](t, e.src, "SELECT state FROM pgsync.progress WHERE job = $1", e.job+"_back"); st != "ready" {
+		t.Errorf("reverse job state %q on the source, want ready", st)
 	}
 }
