@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/jackc/pglogrepl"
 	"github.com/jackc/pgx/v5"
 
 	"github.com/pgsync/pgsync/apply"
@@ -67,9 +68,6 @@ func Run(ctx context.Context, opts Options, ro RunOptions, log *slog.Logger) err
 	if log == nil {
 		log = slog.Default()
 	}
-	if reversed(ctx, opts) {
-		return fmt.Errorf("job %s: %w", opts.Job, ErrJobReversed)
-	}
 	names := replication.Names{Job: opts.Job, Slot: opts.Slot, Publication: opts.Slot}
 	stats := &replication.Stats{}
 	// Kept by apply, read by the progress line and the metrics.
@@ -88,6 +86,9 @@ func Run(ctx context.Context, opts Options, ro RunOptions, log *slog.Logger) err
 		ProgressEvery: ro.ProgressEvery,
 		Prepared:      prepared.Load,
 	}
+	holds := watchHolds(ctx, opts, stats, log)
+	defer holds.stop()
+	streamOpts.HoldAt, streamOpts.Held = holds.at, holds.markHeld
 	applyOpts := apply.Options{Job: opts.Job, Selected: ro.Selected, MaxBatchRows: ro.MaxBatchRows, MaxBatchBytes: ro.MaxBatchBytes,
 		MaxGroupBytes: ro.MaxGroupBytes,
 		Prepared:      prepared, Logger: log, AddColumns: ro.AddColumns, SourceColumns: sourceColumns(opts.SourceURL),
@@ -118,7 +119,11 @@ func Run(ctx context.Context, opts Options, ro RunOptions, log *slog.Logger) err
 		return apply.New(conn, applyOpts), nil
 	})
 	if (errors.Is(err, ErrSlotMissing) || errors.Is(err, ErrJobReversed)) && reversed(ctx, opts) {
-		// cutover --reverse ended the slot: this run's work is done.
+		if stats.Positions.Load() == nil { // never streamed: a run started too late
+			return fmt.Errorf("job %s: %w", opts.Job, ErrJobReversed)
+		}
+		// cutover --reverse ended the slot this run streamed: its work is
+		// done.
 		log.Info("run ends: cutover --reverse ended the job; its reverse job streams the other way", "job", opts.Job)
 		return nil
 	}
@@ -258,4 +263,66 @@ func ServeCopyMetrics(ctx context.Context, addr string, progress *CopyProgress, 
 		return out
 	}, progress.TablesTotal.Load, progress.TablesDone.Load)
 	return metrics.Serve(ctx, addr, reg, log)
+}
+
+// holdWatch follows the job's hold requests (ledger.Hold) for run: an
+// online verify asks run to hold at a source position (hold.go in
+// replication).
+type holdWatch struct {
+	opts    Options
+	current atomic.Uint64 // the requested position, 0 for none
+	stop    func()
+}
+
+// holdEvery is how often run looks for a hold request: a verify waits at
+// most about that long for run to hold.
+const holdEvery = 50 * time.Millisecond
+
+// watchHolds reads the job's hold request every holdEvery on a connection
+// of its own. A request run is idle for (every transaction before its
+// position applied, as the slot's reported position says) is marked held
+// here; one a transaction reaches is marked by the dispatcher.
+func watchHolds(ctx context.Context, opts Options, stats *replication.Stats, log *slog.Logger) *holdWatch {
+	w := &holdWatch{opts: opts}
+	tgt := &readerConn{kind: "target", url: opts.TargetURL}
+	stopWatching := periodic.Start(ctx, holdEvery, func(ctx context.Context) bool {
+		var h ledger.Hold
+		if !tgt.with(ctx, func(ctx context.Context, conn *pgx.Conn) (err error) {
+			h, err = ledger.ReadHold(ctx, conn, opts.Job)
+			return err
+		}) {
+			return true
+		}
+		w.current.Store(uint64(h.At))
+		if h.At == 0 || h.Held {
+			return true
+		}
+		if p := stats.Positions.Load(); p != nil && p.Reported() >= h.At {
+			// Idle past the position: nothing before it is left to apply,
+			// and the dispatcher holds the next transaction.
+			if tgt.with(ctx, func(ctx context.Context, conn *pgx.Conn) error { return ledger.MarkHeld(ctx, conn, opts.Job, h.At) }) {
+				log.Info("holding for an online verify", "at", h.At.String())
+			}
+		}
+		return true
+	})
+	w.stop = func() {
+		stopWatching()
+		tgt.close()
+	}
+	return w
+}
+
+// at returns the position of the current hold request, 0 for none.
+func (w *holdWatch) at() pglogrepl.LSN { return pglogrepl.LSN(w.current.Load()) }
+
+// markHeld records that run holds at at, on a connection of its own (the
+// dispatcher's goroutine calls it).
+func (w *holdWatch) markHeld(ctx context.Context, at pglogrepl.LSN) error {
+	conn, err := pgconnect.Connect(ctx, "target", w.opts.TargetURL)
+	if err != nil {
+		return err
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	return ledger.MarkHeld(ctx, conn, w.opts.Job, at)
 }

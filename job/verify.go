@@ -7,7 +7,10 @@ import (
 	"io"
 	"strings"
 
+	"github.com/jackc/pglogrepl"
+
 	"github.com/pgsync/pgsync/largeobject"
+	"github.com/pgsync/pgsync/replication"
 	"github.com/pgsync/pgsync/sequences"
 	"github.com/pgsync/pgsync/verify"
 )
@@ -49,6 +52,9 @@ type VerifyReport struct {
 	LargeObjects largeobject.Comparison
 	// Found says in one line what differs; "" when nothing does.
 	Found string
+	// At is the source position both sides were read at, when a run was
+	// streaming (an online verify); 0 when they were read as they are.
+	At pglogrepl.LSN
 }
 
 // Verify compares the two sides as they are now, records the verdict as
@@ -67,14 +73,28 @@ func (j *Job) Verify(ctx context.Context, o VerifyOptions) (*VerifyReport, error
 	}
 	rep := &VerifyReport{}
 	kind := "verify"
+	// While a run streams, both sides are read at one source position
+	// (holdViews); otherwise as they are.
+	src, tgt := j.src, j.tgt
+	if slot, err := replication.Status(ctx, j.src, j.names); err != nil {
+		return nil, err
+	} else if slot.Active {
+		views, err := j.holdViews(ctx)
+		if err != nil {
+			return nil, err
+		}
+		defer views.close(ctx)
+		src, tgt, rep.At = views.src, views.tgt, views.at
+		kind += " (online)"
+	}
 	if o.Rows {
-		kind = "verify --rows"
-		if rep.Rows, err = verify.CompareRows(ctx, j.src, j.tgt, tables, o.MaxRows); err != nil {
+		kind = strings.Replace(kind, "verify", "verify --rows", 1)
+		if rep.Rows, err = verify.CompareRows(ctx, src, tgt, tables, o.MaxRows); err != nil {
 			return rep, err
 		}
 		rep.Found = rowsVerdict(rep.Rows)
 	} else {
-		if rep.Tables, err = verify.Compare(ctx, j.src, j.tgt, tables); err != nil {
+		if rep.Tables, err = verify.Compare(ctx, src, tgt, tables); err != nil {
 			return rep, err
 		}
 		if rep.Sequences, err = sequences.List(ctx, j.src, j.tgt, tables); err != nil {
@@ -82,12 +102,12 @@ func (j *Job) Verify(ctx context.Context, o VerifyOptions) (*VerifyReport, error
 		}
 		// Large objects: logical decoding does not carry them, bootstrap
 		// and cutover copy them; compared by a hash of each.
-		if rep.LargeObjects, err = largeobject.Compare(ctx, j.src, j.tgt); err != nil {
+		if rep.LargeObjects, err = largeobject.Compare(ctx, src, tgt); err != nil {
 			return rep, err
 		}
 		rep.Found = verdict(rep.Tables, &rep.LargeObjects)
 	}
-	if err := j.RecordVerification(ctx, Verification{Kind: kind, Identical: rep.Found == "", Found: rep.Found}); err != nil {
+	if err := j.RecordVerification(ctx, Verification{Kind: kind, LSN: rep.At, Identical: rep.Found == "", Found: rep.Found}); err != nil {
 		return rep, err
 	}
 	if rep.Found != "" {
@@ -148,12 +168,18 @@ func (r *VerifyReport) Print(w io.Writer, asJSON bool) {
 			return
 		}
 		verify.PrintRows(w, r.Rows)
+		if r.At != 0 {
+			fmt.Fprintf(w, "both sides read at source position %s, while run applied (online)\n", r.At)
+		}
 		if r.Found == "" {
 			fmt.Fprintf(w, "all %d tables identical, row by row\n", len(r.Rows))
 		}
 		return
 	}
 	verify.Print(w, r.Tables)
+	if r.At != 0 {
+		fmt.Fprintf(w, "both sides read at source position %s, while run applied (online)\n", r.At)
+	}
 	behind := 0
 	for _, s := range r.Sequences {
 		switch {

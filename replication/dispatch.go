@@ -52,6 +52,9 @@ type dispatcher struct {
 	// commitAloneThrough: source transactions committing at or before it
 	// are committed alone (SessionOptions.CommitAloneThrough).
 	commitAloneThrough pglogrepl.LSN
+	// holdAt and held: SessionOptions.HoldAt and Held (hold.go).
+	holdAt func() pglogrepl.LSN
+	held   func(ctx context.Context, at pglogrepl.LSN) error
 }
 
 // run is the dispatcher's loop. ctx bounds every round trip to the target.
@@ -164,6 +167,9 @@ func (d *dispatcher) begin(ctx context.Context, b pgoutput.Begin) error {
 	if appliedBefore(b.FinalLSN, d.resume) {
 		d.skipping = true
 		return nil
+	}
+	if err := d.holdBefore(ctx, b.FinalLSN); err != nil {
+		return err
 	}
 	return d.app.Begin(ctx, b)
 }

@@ -68,6 +68,12 @@ type SessionOptions struct {
 	// commit), so that a failure there stops at exactly that transaction
 	// (GroupFailedError).
 	CommitAloneThrough pglogrepl.LSN
+	// HoldAt, when set, returns the position an online verify asks the
+	// session to hold at (0: none): no source transaction committing at
+	// or after it is applied until it changes. Held is told once the
+	// target has every transaction committed before it (hold.go).
+	HoldAt func() pglogrepl.LSN
+	Held   func(ctx context.Context, at pglogrepl.LSN) error
 }
 
 // Stats counts applied work for progress lines and benchmarks.
@@ -205,7 +211,8 @@ func streamSession(ctx context.Context, conn *pgconn.PgConn, start pglogrepl.LSN
 	stop := make(chan struct{})
 	d := &dispatcher{app: app, pos: pos, stats: opts.Stats, resume: start,
 		queue: queue, sem: sem, maxInflight: opts.MaxInflightBytes, stop: stop,
-		spools: spools, abortedXids: opts.AbortedXids, log: opts.Logger, commitAloneThrough: opts.CommitAloneThrough}
+		spools: spools, abortedXids: opts.AbortedXids, log: opts.Logger, commitAloneThrough: opts.CommitAloneThrough,
+		holdAt: opts.HoldAt, held: opts.Held}
 	pauseQueued := opts.ReadPauseQueued
 	switch {
 	case pauseQueued == 0:

@@ -141,6 +141,9 @@ func (d *dispatcher) streamCommit(ctx context.Context, c pgoutput.StreamCommit) 
 		d.endEarly(ctx, c.Xid)
 		return nil
 	}
+	if err := d.holdBefore(ctx, c.CommitLSN); err != nil {
+		return err
+	}
 	if applied, err := d.commitEarly(ctx, c, sp.size); applied || err != nil {
 		return err
 	}
