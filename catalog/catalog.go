@@ -19,6 +19,15 @@ type Querier interface {
 	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
 }
 
+// TableName is a table's schema and name.
+type TableName struct{ Schema, Name string }
+
+// String is "schema.name", unquoted: the form of job.tables and the log.
+func (n TableName) String() string { return n.Schema + "." + n.Name }
+
+// TableName returns t's schema and name.
+func (t *Table) TableName() TableName { return TableName{t.Schema, t.Name} }
+
 // Column is one user column of a table.
 type Column struct {
 	Name string

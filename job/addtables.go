@@ -137,10 +137,10 @@ func (j *Job) planAddTables(ctx context.Context, force bool) (*addTablesPlan, er
 // sortAddedTables sorts the tables job.tables names (matched), those the
 // publication holds and those the target records into the tables to add,
 // those whose add was abandoned, and those published and no longer named.
-func sortAddedTables(published [][2]string, matched []catalog.Table, recorded map[string]ledger.Table) *addTablesPlan {
+func sortAddedTables(published []catalog.TableName, matched []catalog.Table, recorded map[string]ledger.Table) *addTablesPlan {
 	ap := &addTablesPlan{owned: map[string]bool{}, isPublished: make(map[string]bool, len(published))}
 	for _, p := range published {
-		ap.isPublished[p[0]+"."+p[1]] = true
+		ap.isPublished[p.String()] = true
 	}
 	isMatched := make(map[string]bool, len(matched))
 	for _, t := range matched {
@@ -161,7 +161,7 @@ func sortAddedTables(published [][2]string, matched []catalog.Table, recorded ma
 		}
 	}
 	for _, p := range published {
-		name := p[0] + "." + p[1]
+		name := p.String()
 		if !isMatched[name] && !recorded[name].State.Waits() {
 			ap.unmatched = append(ap.unmatched, name)
 		}

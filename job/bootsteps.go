@@ -201,16 +201,16 @@ func (r *bootstrapRun) markCopying(ctx context.Context) error {
 // same snapshot; then the indexes and constraints not built yet.
 func (r *bootstrapRun) copyTables(ctx context.Context) error {
 	j, slot := r.j, r.slot
-	byName := make(map[string][2]string, len(r.bp.toCopy))
+	byName := make(map[string]catalog.TableName, len(r.bp.toCopy))
 	for _, t := range r.bp.toCopy {
-		byName[t.String()] = [2]string{t.Schema, t.Name}
+		byName[t.String()] = t.TableName()
 	}
 	keys := j.startKeyBuilder(ctx, r.objects, r.schema)
 	var mu sync.Mutex
 	copied := func(res snapshot.TableResult) error {
 		mu.Lock()
 		defer mu.Unlock()
-		if err := ledger.MarkTables(ctx, j.tgt, j.opts.Job, [][2]string{byName[res.Table]}, ledger.TableReady, slot.ConsistentPoint); err != nil {
+		if err := ledger.MarkTables(ctx, j.tgt, j.opts.Job, []catalog.TableName{byName[res.Table]}, ledger.TableReady, slot.ConsistentPoint); err != nil {
 			return err
 		}
 		keys.add(res.Table)

@@ -217,7 +217,7 @@ func (j *Job) planTables(ctx context.Context, bp *bootstrapPlan) error {
 	}
 	isPublished := make(map[string]bool, len(published))
 	for _, p := range published {
-		name := p[0] + "." + p[1]
+		name := p.String()
 		isPublished[name] = true
 		if !matched[name] {
 			return fmt.Errorf("job.tables no longer names %s, published by the interrupted bootstrap: name it again, or start over with bootstrap --force", name)
@@ -333,13 +333,13 @@ func (j *Job) markTables(ctx context.Context, tables []catalog.Table, ev ledger.
 	if err != nil {
 		return err
 	}
-	byState := map[ledger.TableState][][2]string{}
+	byState := map[ledger.TableState][]catalog.TableName{}
 	for _, t := range tables {
 		to, err := ledger.NextTableState(rec[t.String()].State, ev)
 		if err != nil {
 			return fmt.Errorf("table %s: %w", t.String(), err)
 		}
-		byState[to] = append(byState[to], [2]string{t.Schema, t.Name})
+		byState[to] = append(byState[to], t.TableName())
 	}
 	for state, pairs := range byState {
 		if err := ledger.MarkTables(ctx, j.tgt, j.opts.Job, pairs, state, copied); err != nil {

@@ -76,7 +76,7 @@ func (j *Job) Tables(ctx context.Context) ([]catalog.Table, error) {
 		}
 	}
 	for _, p := range published {
-		t, ok, err := catalog.Lookup(ctx, j.src, p[0], p[1])
+		t, ok, err := catalog.Lookup(ctx, j.src, p.Schema, p.Name)
 		if err != nil {
 			return nil, err
 		}

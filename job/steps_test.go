@@ -91,7 +91,8 @@ func TestAddTablesSteps(t *testing.T) {
 // interrupted (pending, copying) or refused (nothing recorded).
 func TestSortAddedTables(t *testing.T) {
 	tbl := func(name string) catalog.Table { return catalog.Table{Schema: "public", Name: name} }
-	published := [][2]string{{"public", "old"}, {"public", "halfway"}, {"public", "gone"}, {"public", "dropped"}}
+	pub := func(name string) catalog.TableName { return catalog.TableName{Schema: "public", Name: name} }
+	published := []catalog.TableName{pub("old"), pub("halfway"), pub("gone"), pub("dropped")}
 	matched := []catalog.Table{tbl("old"), tbl("halfway"), tbl("new"), tbl("refused"), tbl("readded")}
 	recorded := map[string]ledger.Table{
 		"public.halfway": {Schema: "public", Name: "halfway", State: ledger.TableCopying},

@@ -7,6 +7,8 @@ import (
 
 	"github.com/jackc/pglogrepl"
 	"github.com/jackc/pgx/v5"
+
+	"github.com/pgsync/pgsync/catalog"
 )
 
 // Table is a table of the job in pgsync.tables: one of its bootstrap's,
@@ -65,7 +67,7 @@ func QueueReadTable(b *pgx.Batch, job, schema, name string, t *Table) {
 
 // MarkTables records tables of job in state, in one transaction, with
 // their copy position (0 for none).
-func MarkTables(ctx context.Context, conn *pgx.Conn, job string, tables [][2]string, state TableState, copied pglogrepl.LSN) error {
+func MarkTables(ctx context.Context, conn *pgx.Conn, job string, tables []catalog.TableName, state TableState, copied pglogrepl.LSN) error {
 	var lsn any
 	if copied != 0 {
 		lsn = copied
@@ -74,8 +76,8 @@ func MarkTables(ctx context.Context, conn *pgx.Conn, job string, tables [][2]str
 		for _, t := range tables {
 			if _, err := tx.Exec(ctx, `INSERT INTO pgsync.tables (job, schema_name, table_name, state, copied_lsn) VALUES ($1, $2, $3, $4, $5)
 ON CONFLICT (job, schema_name, table_name) DO UPDATE SET state = excluded.state, copied_lsn = excluded.copied_lsn`,
-				job, t[0], t[1], string(state), lsn); err != nil {
-				return fmt.Errorf("record table %s.%s as %s in pgsync.tables: %w", t[0], t[1], state, err)
+				job, t.Schema, t.Name, string(state), lsn); err != nil {
+				return fmt.Errorf("record table %s as %s in pgsync.tables: %w", t, state, err)
 			}
 		}
 		return nil

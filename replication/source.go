@@ -66,20 +66,19 @@ func CreatePublication(ctx context.Context, conn *pgx.Conn, n Names, tables []ca
 	return nil
 }
 
-// PublishedTables returns the tables of the job's publication as
-// schema/name pairs, sorted.
-func PublishedTables(ctx context.Context, conn *pgx.Conn, publication string) ([][2]string, error) {
+// PublishedTables returns the tables of the job's publication, sorted.
+func PublishedTables(ctx context.Context, conn *pgx.Conn, publication string) ([]catalog.TableName, error) {
 	rows, err := conn.Query(ctx, `SELECT schemaname::text, tablename::text FROM pg_publication_tables WHERE pubname = $1 ORDER BY 1, 2`, publication)
 	if err != nil {
 		return nil, fmt.Errorf("list tables of publication %s: %w", publication, err)
 	}
-	var out [][2]string
+	var out []catalog.TableName
 	for rows.Next() {
-		var s, t string
-		if err := rows.Scan(&s, &t); err != nil {
+		var n catalog.TableName
+		if err := rows.Scan(&n.Schema, &n.Name); err != nil {
 			return nil, err
 		}
-		out = append(out, [2]string{s, t})
+		out = append(out, n)
 	}
 	return out, rows.Err()
 }
