@@ -68,11 +68,7 @@ func CompareRows(ctx context.Context, source, target *pgx.Conn, tables []catalog
 	if err != nil {
 		return nil, err
 	}
-	defer func() {
-		if rerr := restore(); rerr != nil && err == nil {
-			err = rerr
-		}
-	}()
+	defer keepFirst(&err, restore)
 	for _, side := range []struct {
 		name string
 		conn *pgx.Conn

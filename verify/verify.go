@@ -102,11 +102,7 @@ func Compare(ctx context.Context, source, target *pgx.Conn, tables []catalog.Tab
 	if err != nil {
 		return nil, err
 	}
-	defer func() {
-		if rerr := restore(); rerr != nil && err == nil {
-			err = rerr
-		}
-	}()
+	defer keepFirst(&err, restore)
 	results = make([]Result, len(tables))
 	for i := range tables {
 		t := &tables[i]
@@ -182,4 +178,12 @@ func Print(w io.Writer, results []Result) {
 		fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%s\t%s\n", r.Table, r.Source.Rows, r.Target.Rows, r.Source.Hash, r.Target.Hash, status)
 	}
 	tw.Flush()
+}
+
+// keepFirst runs undo and keeps its error in *err unless *err already
+// holds one: the deferred end of a session setting.
+func keepFirst(err *error, undo func() error) {
+	if uerr := undo(); uerr != nil && *err == nil {
+		*err = uerr
+	}
 }
