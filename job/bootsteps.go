@@ -41,7 +41,12 @@ func bootstrapSteps(sh bootstrapShape, r *bootstrapRun) []step {
 	}
 	add("prepare pgsync's tables", "", r.prepareLedger, nil)
 	if sh.mode != Resume {
-		add("drop what an earlier bootstrap left", "job copying", r.dropEarlier, r.recordStarted)
+		// Recorded first: a bootstrap killed while it drops what an
+		// earlier one left is then seen as unfinished (copying, no
+		// position), which the next one starts over, never as ready
+		// without its slot.
+		add("record the start", "job copying", nil, r.recordStarted)
+		add("drop what an earlier bootstrap left", "", r.dropEarlier, nil)
 	}
 	add("accept the tables", "tables pending", nil, r.acceptTables)
 	if sh.pgDump {
@@ -107,19 +112,21 @@ func (r *bootstrapRun) close(ctx context.Context) {
 func (r *bootstrapRun) prepareLedger(ctx context.Context) error { return ledger.Ensure(ctx, r.j.tgt) }
 
 // dropEarlier drops what an earlier bootstrap of the job left (its slot,
-// publication and records): this one starts over.
+// publication and schema record): this one starts over.
 func (r *bootstrapRun) dropEarlier(ctx context.Context) error {
 	j := r.j
 	if err := replication.Drop(ctx, j.src, j.names); err != nil {
 		return err
 	}
-	if err := ledger.DeleteProgress(ctx, j.tgt, j.opts.Job); err != nil {
-		return err
-	}
 	return ledger.DeleteSchema(ctx, j.tgt, j.opts.Job)
 }
 
+// recordStarted records the job copying, with no position yet, in place of
+// what an earlier bootstrap recorded of it and its tables.
 func (r *bootstrapRun) recordStarted(ctx context.Context) error {
+	if err := ledger.DeleteProgress(ctx, r.j.tgt, r.j.opts.Job); err != nil {
+		return err
+	}
 	_, err := ledger.MoveJob(ctx, r.j.tgt, r.j.opts.Job, ledger.JobNone, ledger.BootstrapStarted, r.force, 0)
 	return err
 }

@@ -20,15 +20,15 @@ func TestBootstrapSteps(t *testing.T) {
 		want  []string
 	}{
 		{"fresh, built-in creator", bootstrapShape{mode: Fresh, copy: true}, []string{
-			"prepare pgsync's tables", "drop what an earlier bootstrap left", "accept the tables", "create the target tables",
+			"prepare pgsync's tables", "record the start", "drop what an earlier bootstrap left", "accept the tables", "create the target tables",
 			"list the indexes and constraints", "create the publication", "create the job's slot", "start the copy",
 			"copy the tables, their keys and the large objects", "finish"}},
 		{"fresh, pg_dump", bootstrapShape{mode: Fresh, pgDump: true, archive: true, copy: true, largeObjects: true}, []string{
-			"prepare pgsync's tables", "drop what an earlier bootstrap left", "accept the tables", "restore pg_dump's pre-data",
+			"prepare pgsync's tables", "record the start", "drop what an earlier bootstrap left", "accept the tables", "restore pg_dump's pre-data",
 			"list the indexes and constraints", "create the publication", "create the job's slot", "start the copy",
 			"copy the tables, their keys and the large objects", "build pg_dump's post-data objects", "count the schema's objects", "finish"}},
 		{"restart (--force, or interrupted before its slot)", bootstrapShape{mode: Restart, copy: true}, []string{
-			"prepare pgsync's tables", "drop what an earlier bootstrap left", "accept the tables", "create the target tables",
+			"prepare pgsync's tables", "record the start", "drop what an earlier bootstrap left", "accept the tables", "create the target tables",
 			"list the indexes and constraints", "create the publication", "create the job's slot", "start the copy",
 			"copy the tables, their keys and the large objects", "finish"}},
 		{"resume, tables left, some unpublished", bootstrapShape{mode: Resume, copy: true, unpublished: true}, []string{
