@@ -124,11 +124,7 @@ func (r *bootstrapRun) dropEarlier(ctx context.Context) error {
 // recordStarted records the job copying, with no position yet, in place of
 // what an earlier bootstrap recorded of it and its tables.
 func (r *bootstrapRun) recordStarted(ctx context.Context) error {
-	if err := ledger.DeleteProgress(ctx, r.j.tgt, r.j.opts.Job); err != nil {
-		return err
-	}
-	_, err := ledger.MoveJob(ctx, r.j.tgt, r.j.opts.Job, ledger.JobNone, ledger.BootstrapStarted, r.force, 0)
-	return err
+	return ledger.StartOver(ctx, r.j.tgt, r.j.opts.Job, r.force)
 }
 
 func (r *bootstrapRun) acceptTables(ctx context.Context) error {

@@ -70,6 +70,22 @@ func MoveJob(ctx context.Context, conn Execer, job string, from JobState, ev Job
 	return to, writeProgress(ctx, conn, Progress{Job: job, State: to, LSN: lsn})
 }
 
+// StartOver records job copying with no position, in place of what was
+// recorded of it and its tables, in one transaction: a bootstrap starting
+// over (after NextJobState allows it) is never seen half recorded.
+func StartOver(ctx context.Context, conn *pgx.Conn, job string, force bool) error {
+	to, err := NextJobState(JobNone, BootstrapStarted, force)
+	if err != nil {
+		return fmt.Errorf("job %s: %w", job, err)
+	}
+	return pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
+		if err := DeleteProgress(ctx, tx, job); err != nil {
+			return err
+		}
+		return writeProgress(ctx, tx, Progress{Job: job, State: to})
+	})
+}
+
 // writeProgress inserts or replaces the job's progress row.
 func writeProgress(ctx context.Context, conn Execer, p Progress) error {
 	_, err := conn.Exec(ctx, `

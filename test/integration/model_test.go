@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 )
 
 // TestLifecycleModel drives the job's lifecycle as an operator might:
@@ -172,6 +174,10 @@ UPDATE c SET v = v + 1 WHERE id = %d; DELETE FROM b WHERE id = %d`, writes%7, 10
 			_ = cmd.Process.Signal(syscall.SIGKILL)
 			_ = cmd.Wait()
 			code, out, took = -9, buf.String(), time.Since(began)
+			// The killed process's last statement may still be running
+			// on a server, and commit: what is recorded is read once it
+			// has ended.
+			e.awaitNoPgsyncSessions()
 		default:
 			r := e.pgsync(args...)
 			code, out, took = r.code, r.stdout+r.stderr, r.elapsed
@@ -245,4 +251,20 @@ func (e *env) assertOperatorRows(m *modelState, step int) {
 	if n != 3 {
 		e.t.Fatalf("after step %d the operator's 3 rows of x are %d: pgsync removed or changed rows it did not copy", step, n)
 	}
+}
+
+// awaitNoPgsyncSessions waits (up to 10 s) until neither server runs a
+// session of pgsync in the test's database: a killed client's backend ends
+// its statement, or notices the closed socket, on its own time.
+func (e *env) awaitNoPgsyncSessions() {
+	e.t.Helper()
+	eventually(e.t, 10*time.Second, "the killed pgsync's sessions to end", func() bool {
+		for _, conn := range []*pgx.Conn{e.src, e.tgt} {
+			if queryOne[int](e.t, conn, `SELECT count(*) FROM pg_stat_activity
+WHERE application_name = 'pgsync' AND datname = current_database() AND pid <> pg_backend_pid()`) > 0 {
+				return false
+			}
+		}
+		return true
+	})
 }
