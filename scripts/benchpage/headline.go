@@ -49,7 +49,7 @@ func headline(r *Results, p *Page) ([]HeadlineRow, error) {
 		if d.Tables == 1 {
 			what = "one table"
 		}
-		vs(fmt.Sprintf("whole database into an empty target, %s of %s rows", what, thousands(d.Rows)),
+		vs(fmt.Sprintf("whole database into an empty target, %s, %s rows in all", what, thousands(d.Rows)),
 			"whole db vs pgcopydb, "+what, d.BootSections, d.Pgcopydb, "pgcopydb clone", Goal{Limit: 0.995}, "faster than pgcopydb", r.Schema.Env.Commit)
 		vs(fmt.Sprintf("the same, beside `pg_dump -s` restored first, %s", what),
 			"whole db vs schema first, "+what, d.BootSections, d.SchemaThenBoot, "schema, then bootstrap", Goal{Limit: 0.6}, "at most 0.6x", r.Schema.Env.Commit)
