@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The benchmarks of the speed issue (issue 18), one after the other at the
-# commit checked out, then docs/benchmarks.md (scripts/benchmarks-md.py):
+# commit checked out, then docs/benchmarks.md (scripts/benchpage):
 #   stream-bench.sh   one 1M- and one 5M-row transaction while streaming,
 #                     against BASE's build (before streaming was applied as
 #                     it arrives) and native with streaming = on
@@ -46,5 +46,5 @@ step "freeze-bench.sh"
 RESULTS=$R bash scripts/freeze-bench.sh >/dev/null
 step "schema-bench.sh"
 RESULTS=$R bash scripts/schema-bench.sh >/dev/null
-python3 scripts/benchmarks-md.py
-step "done: docs/benchmarks.md written from $R"
+(cd scripts/benchpage && go run . -root ../..)
+step "done: docs/benchmarks.md and docs/benchmarks-details.md written from $R"
