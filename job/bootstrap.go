@@ -303,7 +303,7 @@ func (j *Job) copyLargeObjects(ctx context.Context, snapshotName string, importe
 		if _, err := src.Exec(ctx, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"); err != nil {
 			return 0, err
 		}
-		if _, err := src.Exec(ctx, "SET TRANSACTION SNAPSHOT '"+snapshotName+"'"); err != nil {
+		if _, err := src.Exec(ctx, "SET TRANSACTION SNAPSHOT "+catalog.QuoteLiteral(snapshotName)); err != nil {
 			return 0, fmt.Errorf("large objects: import snapshot %s: %w", snapshotName, err)
 		}
 	}
@@ -315,7 +315,9 @@ func (j *Job) copyLargeObjects(ctx context.Context, snapshotName string, importe
 		return 0, err
 	}
 	defer tgt.Close(context.WithoutCancel(ctx))
+	stop := j.sayWhile(ctx, "copying the large objects", "when each is copied (each in a transaction of its own: a rerun copies the rest)")
 	found, copied, _, err := largeobject.Sync(ctx, src, tgt, j.opts.Job)
+	stop()
 	if err != nil {
 		return copied, err
 	}

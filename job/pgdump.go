@@ -549,7 +549,10 @@ func (j *Job) restorePreData(ctx context.Context, d *dumpScope) (objects int, er
 		return 0, err
 	}
 	defer cleanup()
-	if err := pgRestore(ctx, d.restore, j.opts.TargetURL, file, d.preData, true); err != nil {
+	stop := j.sayWhile(ctx, "restoring pg_dump's pre-data section on the target", "when pg_restore has run every entry, in one transaction (interrupted, it keeps nothing)")
+	err = pgRestore(ctx, d.restore, j.opts.TargetURL, file, d.preData, true)
+	stop()
+	if err != nil {
 		return 0, fmt.Errorf("restore pg_dump's pre-data section on the target (nothing of it was kept): %w", err)
 	}
 	if len(d.skippedSchemas) > 0 {

@@ -87,6 +87,8 @@ func (j *Job) Verify(ctx context.Context, o VerifyOptions) (*VerifyReport, error
 		src, tgt, rep.At = views.src, views.tgt, views.at
 		kind += " (online)"
 	}
+	stop := j.sayWhile(ctx, "comparing the tables", "when every table is compared (it changes nothing: Ctrl-C stops it)")
+	defer stop()
 	if o.Rows {
 		kind = strings.Replace(kind, "verify", "verify --rows", 1)
 		if rep.Rows, err = verify.CompareRows(ctx, src, tgt, tables, o.MaxRows); err != nil {

@@ -37,6 +37,18 @@ func (j *Job) announceSlotWait(ctx context.Context, slot string, replPID uint32)
 	})
 }
 
+// sayWhile says, after waitNoticeAfter and every waitNoticeEvery until stop
+// is called, that pgsync is still doing what (a step that can take long
+// and prints nothing of its own) and what ends it, so that no command
+// waits without saying why.
+func (j *Job) sayWhile(ctx context.Context, what, ends string) (stop func()) {
+	began := time.Now()
+	return periodic.StartAfter(ctx, waitNoticeAfter, waitNoticeEvery, func(context.Context) bool {
+		j.log.Info("still "+what, "seconds", fmt.Sprintf("%.0f", time.Since(began).Seconds()), "ends", ends)
+		return true
+	})
+}
+
 // transactionsOlderThan describes the source sessions with a transaction
 // that has an xid and began before t, oldest first: "pid 123
 // (application_name psql, user app, database db, 42s, idle in

@@ -108,11 +108,16 @@ DELETE FROM events WHERE ctid = (SELECT ctid FROM events WHERE at = 77 AND what 
 func TestVerifyOnlineUnderWrites(t *testing.T) {
 	e := newEnv(t, `CREATE TABLE docs (id int PRIMARY KEY, title text, body text);
 INSERT INTO docs SELECT g, 'doc ' || g, repeat(md5(g::text), 300) FROM generate_series(1, 5000) g;
+UPDATE docs SET body = (SELECT string_agg(md5(random()::text || g::text), '') FROM generate_series(1, 1000) g) WHERE id = 4242;
 CREATE TABLE lines (order_id int, line int, qty int, PRIMARY KEY (order_id, line));
 INSERT INTO lines SELECT o, l, l FROM generate_series(1, 3000) o, generate_series(1, 3) l;
 CREATE TABLE events (at int, what text);
 ALTER TABLE events REPLICA IDENTITY FULL;
 INSERT INTO events SELECT g % 500, 'e' || (g % 7) FROM generate_series(1, 5000) g;`, "")
+	// Row 4242's body is 32 kB of random hex: stored out of line (TOAST).
+	if !queryOne[bool](t, e.src, "SELECT pg_column_size(body) > 2000 FROM docs WHERE id = 4242") {
+		t.Fatal("docs 4242's body is not TOASTed: the test's premise is false")
+	}
 	e.mustPgsync("bootstrap")
 	bg := e.start("run")
 	defer bg.kill9(t)
