@@ -125,6 +125,10 @@ func (a *app) printCutover(rep *job.CutoverReport, asJSON bool) {
 	if len(rep.Tables) > 0 {
 		job.PrintTables(a.stdout, rep.Tables)
 	}
+	if rep.Resumed {
+		fmt.Fprintf(a.stdout, "finished:        %s: the way back is set up (an interrupted cutover --reverse had ended the job at %s; nothing compared again: pgsync verify)\n", rep.Finished.Format(time.RFC3339), rep.SourceLSN)
+		return
+	}
 	if !rep.Finished.IsZero() && !rep.Identical {
 		fmt.Fprintf(a.stdout, "finished:        %s: not done (the error below says why)\n", rep.Finished.Format(time.RFC3339))
 	}

@@ -51,8 +51,11 @@ type CutoverReport struct {
 	// UnlockedRoles are the roles the cutover that made this job (a
 	// reverse job) had locked on its target, given their writes back.
 	UnlockedRoles []string `json:"unlocked_roles,omitempty"`
-	// Reverse is the reverse job cutover --reverse set up.
+	// Reverse is the reverse job cutover --reverse set up. Resumed: it
+	// finished the way back of a job an interrupted cutover --reverse had
+	// already ended (nothing waited for, nothing compared again).
 	Reverse       *ReverseReport  `json:"reverse,omitempty"`
+	Resumed       bool            `json:"resumed,omitempty"`
 	VerifySeconds float64         `json:"verify_seconds"`
 	Tables        []verify.Result `json:"tables"`
 	Identical     bool            `json:"identical"`
@@ -100,7 +103,7 @@ func (j *Job) Cutover(ctx context.Context, o CutoverOptions) (*CutoverReport, er
 
 func (j *Job) cutover(ctx context.Context, o CutoverOptions, rep *CutoverReport) error {
 	if o.Reverse != nil {
-		if done, err := j.resumeReverse(ctx, o.Reverse, rep); done || err != nil {
+		if done, err := j.resumeReverse(ctx, o.Reverse, rep, o.Ready); done || err != nil {
 			return err
 		}
 	}
@@ -286,16 +289,18 @@ func holdSnapshot(ctx context.Context, conn *pgx.Conn) (string, error) {
 // confirmed, when that is further: WAL without the job's changes) and the
 // source's current WAL position.
 func (j *Job) appliedAndHead(ctx context.Context) (applied, head pglogrepl.LSN, err error) {
+	// The job's record first: a reversed or unfinished job is named as
+	// such, not by its missing slot.
+	prog, err := ledger.ReadReady(ctx, j.tgt, j.opts.Job)
+	if err != nil {
+		return 0, 0, err
+	}
 	slot, err := replication.Status(ctx, j.src, j.names)
 	if err != nil {
 		return 0, 0, err
 	}
 	if !slot.Exists {
 		return 0, 0, fmt.Errorf("job %s: %w", j.opts.Job, replication.ErrSlotMissing)
-	}
-	prog, err := ledger.ReadReady(ctx, j.tgt, j.opts.Job)
-	if err != nil {
-		return 0, 0, err
 	}
 	return max(prog.LSN, slot.ConfirmedFlushLSN), slot.CurrentWALLSN, nil
 }

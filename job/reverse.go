@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/jackc/pglogrepl"
 	"github.com/jackc/pgx/v5"
@@ -193,7 +194,7 @@ func unlockRoles(ctx context.Context, conn *pgx.Conn, roles []string) error {
 // --reverse already recorded reversed: there is nothing to wait for (its
 // slot is gone), only the reverse job to set up. done is false for a job
 // that is not reversed.
-func (j *Job) resumeReverse(ctx context.Context, r *ReverseOptions, rep *CutoverReport) (done bool, err error) {
+func (j *Job) resumeReverse(ctx context.Context, r *ReverseOptions, rep *CutoverReport, ready func(*CutoverReport)) (done bool, err error) {
 	prog, err := ledger.ReadProgress(ctx, j.tgt, j.opts.Job)
 	if err != nil || prog.State != ledger.JobReversed {
 		return false, nil // the cutover's own reads say what is wrong
@@ -206,6 +207,13 @@ func (j *Job) resumeReverse(ctx context.Context, r *ReverseOptions, rep *Cutover
 		return true, err
 	}
 	j.log.Info("the job was reversed by an interrupted cutover --reverse: setting up the way back", "job", j.opts.Job, "at", prog.LSN.String())
-	rep.Reverse, err = j.setUpReverse(ctx, r, tables, prog.LSN, nil)
-	return true, err
+	if rep.Reverse, err = j.setUpReverse(ctx, r, tables, prog.LSN, nil); err != nil {
+		return true, err
+	}
+	rep.Resumed, rep.SourceLSN, rep.AppliedLSN = true, prog.LSN.String(), prog.LSN.String()
+	rep.ReadyAt = time.Now().UTC()
+	if ready != nil {
+		ready(rep)
+	}
+	return true, nil
 }

@@ -197,6 +197,10 @@ func readServers(ctx context.Context, opts Options, names replication.Names, ser
 	}
 }
 
+// watchName is the application_name of run's sessions beside the one that
+// applies: the metrics' readings and the holds' watch.
+const watchName = "pgsync watch"
+
 // readerConn is a reading's own connection, opened at a reading that finds
 // none and dropped after an error, so that a server that comes back is
 // read again.
@@ -211,7 +215,7 @@ func (c *readerConn) with(ctx context.Context, read func(ctx context.Context, co
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
 	if c.conn == nil || c.conn.IsClosed() {
-		conn, err := pgconnect.Connect(ctx, c.kind, c.url)
+		conn, err := pgconnect.ConnectAs(ctx, c.kind, c.url, watchName)
 		if err != nil {
 			return false
 		}
@@ -319,7 +323,7 @@ func (w *holdWatch) at() pglogrepl.LSN { return pglogrepl.LSN(w.current.Load()) 
 // markHeld records that run holds at at, on a connection of its own (the
 // dispatcher's goroutine calls it).
 func (w *holdWatch) markHeld(ctx context.Context, at pglogrepl.LSN) error {
-	conn, err := pgconnect.Connect(ctx, "target", w.opts.TargetURL)
+	conn, err := pgconnect.ConnectAs(ctx, "target", w.opts.TargetURL, watchName)
 	if err != nil {
 		return err
 	}

@@ -64,9 +64,20 @@ func apply(cfg *pgconn.Config) {
 // and what pgsync asks it is one-off catalog queries, which a cached
 // statement would not save parsing for.
 func Connect(ctx context.Context, role, url string) (*pgx.Conn, error) {
+	return ConnectAs(ctx, role, url, "")
+}
+
+// ConnectAs is Connect with application_name set to name (unless the url
+// sets one): pgsync's sessions beside the one that applies, those that
+// read the servers for the metrics and the online verify's holds, are told
+// apart from it in pg_stat_activity. An empty name keeps "pgsync".
+func ConnectAs(ctx context.Context, role, url, name string) (*pgx.Conn, error) {
 	cfg, err := ParseConfig(url)
 	if err != nil {
 		return nil, fmt.Errorf("%s url: %w", role, err)
+	}
+	if name != "" && cfg.RuntimeParams["application_name"] == sessionParams["application_name"] {
+		cfg.RuntimeParams["application_name"] = name
 	}
 	if role == "source" {
 		cfg.DefaultQueryExecMode = pgx.QueryExecModeExec

@@ -261,7 +261,7 @@ func (e *env) awaitNoPgsyncSessions() {
 	eventually(e.t, 10*time.Second, "the killed pgsync's sessions to end", func() bool {
 		for _, conn := range []*pgx.Conn{e.src, e.tgt} {
 			if queryOne[int](e.t, conn, `SELECT count(*) FROM pg_stat_activity
-WHERE application_name = 'pgsync' AND datname = current_database() AND pid <> pg_backend_pid()`) > 0 {
+WHERE application_name LIKE 'pgsync%' AND datname = current_database() AND pid <> pg_backend_pid()`) > 0 {
 				return false
 			}
 		}

@@ -296,4 +296,31 @@ func TestCutoverReverseRefusedDoesNothing(t *testing.T) {
 	if st := queryOne[string](t, e.src, "SELECT state FROM pgsync.progress WHERE job = $1", e.job+"_back"); st != "ready" {
 		t.Errorf("reverse job state %q on the source, want ready", st)
 	}
+
+	// A cutover --reverse interrupted after it recorded the job reversed
+	// (here: what came after it undone by hand) is finished by a rerun,
+	// which has nothing to wait for and sets up only the way back.
+	e.srcExec("DELETE FROM pgsync.progress WHERE job = $1", e.job+"_back")
+	e.tgtExec("SELECT pg_drop_replication_slot($1)", "pgsync_"+e.job+"_back")
+	e.tgtExec("DROP PUBLICATION " + "pgsync_" + e.job + "_back")
+	if err := os.Remove(backPath); err != nil {
+		t.Fatal(err)
+	}
+	r = e.mustPgsync("cutover", "--reverse")
+	if !strings.Contains(r.stdout, "way back:") || !queryOne[bool](t, e.tgt, "SELECT EXISTS (SELECT FROM pg_replication_slots WHERE slot_name = $1)", "pgsync_"+e.job+"_back") {
+		t.Errorf("cutover --reverse rerun on the reversed job did not set the way back up again:\n%s\n%s", r.stdout, r.stderr)
+	}
+	if st := queryOne[string](t, e.src, "SELECT state FROM pgsync.progress WHERE job = $1", e.job+"_back"); st != "ready" {
+		t.Errorf("reverse job state %q on the source after the rerun, want ready", st)
+	}
+	if _, err := os.Stat(backPath); err != nil {
+		t.Errorf("the rerun wrote no configuration: %v", err)
+	}
+	// Plain cutover, run and bootstrap of the reversed job are refused,
+	// naming the reversal.
+	for _, args := range [][]string{{"cutover"}, {"run", "--until-caught-up"}, {"bootstrap"}} {
+		if r := e.pgsync(args...); r.code != 1 || !strings.Contains(r.stderr, "reversed") {
+			t.Errorf("%v of the reversed job: exit %d, want 1 naming the reversal\n%s", args, r.code, r.stderr)
+		}
+	}
 }
