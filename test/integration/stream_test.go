@@ -380,6 +380,20 @@ func TestRunStagedValues(t *testing.T) {
 	e := newEnv(t, `CREATE DOMAIN short_doc AS text CHECK (length(VALUE) < 10000000);
 CREATE TABLE sv (id int PRIMARY KEY, b bytea, t text, j jsonb, d short_doc, n int);`, "")
 	e.mustPgsync("bootstrap")
+	// The same changes through a native subscription into a target made
+	// with pg_dump --schema-only. On both targets a trigger enabled for
+	// replicas logs each row it sees: a staged row must fire it once, as
+	// the apply worker's does. (The apply worker runs with an empty
+	// search_path: the trigger names its table with its schema.)
+	native := newNativeSubscriber(e, "")
+	const fired = `CREATE TABLE sv_fired (id int, n int, blen int);
+CREATE FUNCTION sv_fire() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN INSERT INTO public.sv_fired VALUES (NEW.id, NEW.n, octet_length(NEW.b)); RETURN NEW; END $$;
+CREATE TRIGGER sv_fire AFTER INSERT OR UPDATE ON sv FOR EACH ROW EXECUTE FUNCTION sv_fire();
+ALTER TABLE sv ENABLE ALWAYS TRIGGER sv_fire;`
+	native.exec(fired)
+	e.tgtExec(fired)
+	native.subscribe(e, "sv", "")
 	bg := e.start("run")
 	const mb3 = `(SELECT decode(string_agg(md5(i::text || '%[1]s'), ''), 'hex') FROM generate_series(1, 200000) i)` // 3.2 MB
 	e.srcExec(fmt.Sprintf(`INSERT INTO sv VALUES (1, %s, (SELECT string_agg(md5(i::text), '') FROM generate_series(1, 100000) i), NULL, NULL, 0)`,
@@ -402,6 +416,8 @@ CREATE TABLE sv (id int PRIMARY KEY, b bytea, t text, j jsonb, d short_doc, n in
 	})
 	sigtermWithin(t, bg, 10*time.Second)
 	e.mustVerify()
+	native.caughtUp(e)
+	native.sameAsNative(e, "sv", "sv_fired")
 	for _, col := range []string{"b", "t", "j::text", "d"} {
 		q := "SELECT string_agg(id || ':' || coalesce(md5(" + col + "), '-'), ',' ORDER BY id) FROM sv"
 		if got, want := queryOne[string](t, e.tgt, q), queryOne[string](t, e.src, q); got != want {
