@@ -24,8 +24,9 @@ import (
 // The target transaction that applied the last one before P recorded it,
 // so the target's snapshot is the source at P.
 
-// holdWait bounds each wait for run to hold.
-const holdWait = 15 * time.Second
+// holdWait bounds each wait for run to hold; the error at its end says
+// what was waited for.
+const holdWait = 10 * time.Second
 
 // views are the two sessions of an online verify, each in a REPEATABLE
 // READ transaction whose snapshot is the source at at.

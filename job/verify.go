@@ -73,6 +73,9 @@ func (j *Job) Verify(ctx context.Context, o VerifyOptions) (*VerifyReport, error
 	}
 	rep := &VerifyReport{}
 	kind := "verify"
+	if o.Rows {
+		kind = "verify --rows"
+	}
 	// While a run streams, both sides are read at one source position
 	// (holdViews); otherwise as they are.
 	src, tgt := j.src, j.tgt
@@ -85,12 +88,13 @@ func (j *Job) Verify(ctx context.Context, o VerifyOptions) (*VerifyReport, error
 		}
 		defer views.close(ctx)
 		src, tgt, rep.At = views.src, views.tgt, views.at
-		kind += " (online)"
 	}
 	stop := j.sayWhile(ctx, "comparing the tables", "when every table is compared (it changes nothing: Ctrl-C stops it)")
 	defer stop()
+	if rep.At != 0 {
+		kind += " (online)"
+	}
 	if o.Rows {
-		kind = strings.Replace(kind, "verify", "verify --rows", 1)
 		if rep.Rows, err = verify.CompareRows(ctx, src, tgt, tables, o.MaxRows); err != nil {
 			return rep, err
 		}

@@ -39,7 +39,8 @@ func (d *dispatcher) holdBefore(ctx context.Context, commit pglogrepl.LSN) error
 		if err := d.held(ctx, at); err != nil {
 			return err
 		}
-		d.log.Debug("holding for an online verify", "at", at.String(), "next_commit", commit.String())
+		d.log.Info("holding for an online verify", "at", at.String(), "next_commit", commit.String(),
+			"ends", "when the verify has its snapshots (a hold older than 60 s is ignored)")
 		ended := func(context.Context) (bool, error) { return d.holdAt() != at, nil }
 		if err := periodic.Await(ctx, periodic.Wait{Poll: holdPoll}, ended, nil); err != nil {
 			return err
