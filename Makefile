@@ -6,7 +6,7 @@ LDFLAGS := -X github.com/pgsync/pgsync/cmd.Version=$(VERSION)
 # The integration tests' own clusters, apart from the ones of `make demo`.
 TEST_PG_DIR ?= /tmp/pgsync-test-pg
 
-.PHONY: all build pg-install test unit benchpage-test integration demo bench clean
+.PHONY: all build pg-install test unit bench-test integration demo bench clean
 
 all: build
 
@@ -19,7 +19,7 @@ pg-install:
 # Unit and integration tests (the integration build tag). The integration tests start and stop their own
 # clusters; the destroy below also cleans up after a test binary that was
 # killed (for example by -timeout).
-test: pg-install build benchpage-test
+test: pg-install build bench-test
 	$(GO) vet -tags integration ./...
 	@rc=0; PGSYNC_TEST_PG_DIR=$(TEST_PG_DIR) $(GO) test -tags integration -count=1 -timeout 45m ./... || rc=$$?; \
 	  PGSYNC_PG_DIR=$(TEST_PG_DIR) PGSYNC_SOURCE_PORT=56432 PGSYNC_TARGET_PORT=56433 bash scripts/local-pg.sh destroy >/dev/null 2>&1; \
@@ -27,13 +27,13 @@ test: pg-install build benchpage-test
 
 # Every package's tests but the integration tests (test/integration, behind
 # the integration build tag): no PostgreSQL needed.
-unit: benchpage-test
+unit: bench-test
 	$(GO) test -count=1 ./...
 
-# scripts/benchpage writes docs/benchmarks.md; it is a module of its own (so
+# scripts/bench writes docs/benchmarks.md; it is a module of its own (so
 # that pgsync does not depend on gonum/plot), which ./... does not reach.
-benchpage-test:
-	cd scripts/benchpage && $(GO) vet ./... && $(GO) test -count=1 ./...
+bench-test:
+	cd scripts/bench && $(GO) vet ./... && $(GO) test -count=1 ./...
 
 demo: pg-install build
 	bash scripts/demo.sh

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Every benchmark behind docs/benchmarks.md, one after the other, at the
-# commit checked out, then the pages themselves (scripts/benchpage).
+# commit checked out, then the pages themselves (scripts/bench).
 # About an hour on a 2-core machine; needs ~45 GB free for the 10 GB copy.
 # Run it on an idle machine: every figure is a ratio between contenders
 # measured minutes apart, and anything else running skews them.
@@ -61,5 +61,5 @@ RESULTS=$R bash scripts/pk-bench.sh >/dev/null
 step "insert-copy-bench"
 go run ./scripts/insert-copy-bench -url "postgres://postgres@127.0.0.1:${PGSYNC_TARGET_PORT:-57433}/postgres" >"$R/insert-copy.jsonl"
 
-(cd scripts/benchpage && go run . -root ../..)
+(cd scripts/bench && go run ./page -root ../..)
 step "done: docs/benchmarks.md and docs/benchmarks-details.md written from $R"

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The benchmarks of the speed issue (issue 18), one after the other at the
-# commit checked out, then docs/benchmarks.md (scripts/benchpage):
+# commit checked out, then docs/benchmarks.md (scripts/bench):
 #   stream-bench.sh   one 1M- and one 5M-row transaction while streaming,
 #                     against BASE's build (before streaming was applied as
 #                     it arrives) and native with streaming = on
@@ -46,5 +46,5 @@ step "freeze-bench.sh"
 RESULTS=$R bash scripts/freeze-bench.sh >/dev/null
 step "schema-bench.sh"
 RESULTS=$R bash scripts/schema-bench.sh >/dev/null
-(cd scripts/benchpage && go run . -root ../..)
+(cd scripts/bench && go run ./page -root ../..)
 step "done: docs/benchmarks.md and docs/benchmarks-details.md written from $R"

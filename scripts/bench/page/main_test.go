@@ -11,11 +11,11 @@ import (
 // with all its keys, and the main page stays short (issue 25: about 250
 // lines at most).
 func TestPagesFromBenchResults(t *testing.T) {
-	r, err := load("../..")
+	r, err := load("../../..")
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := build("../..", r)
+	p, err := build("../../..", r)
 	if err != nil {
 		t.Fatal(err)
 	}

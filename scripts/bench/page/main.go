@@ -1,9 +1,9 @@
-// Command benchpage writes docs/benchmarks.md and docs/benchmarks-details.md,
+// Command page writes docs/benchmarks.md and docs/benchmarks-details.md,
 // and the charts under docs/img/benchmarks/, from the results the bench
 // scripts leave in bench-results/. Every figure comes from those files,
 // each commit from their "environment" (issue 25).
 //
-//	cd scripts/benchpage && go run . -root ../..
+//	cd scripts/bench && go run ./page -root ../..
 package main
 
 import (
@@ -23,7 +23,7 @@ func main() {
 	root := flag.String("root", "../..", "the repository root, which holds bench-results/ and docs/")
 	flag.Parse()
 	if err := run(*root); err != nil {
-		fmt.Fprintln(os.Stderr, "benchpage:", err)
+		fmt.Fprintln(os.Stderr, "page:", err)
 		os.Exit(1)
 	}
 }

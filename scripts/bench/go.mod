@@ -1,4 +1,4 @@
-module github.com/pgsync/pgsync/scripts/benchpage
+module github.com/pgsync/pgsync/scripts/bench
 
 go 1.26.8
 
