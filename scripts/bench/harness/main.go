@@ -1,0 +1,44 @@
+// Command harness runs pgsync's benchmark scenarios against local clusters
+// it starts (scripts/local-pg.sh, on the bench ports) and stops, and
+// writes each scenario's typed result (package benchres) under
+// bench-results/. A measurement it could not take is an error, never a
+// zero.
+//
+//	cd scripts/bench && go run ./harness -root ../.. move
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+func main() {
+	root := flag.String("root", "../..", "the repository root")
+	flag.Usage = func() {
+		fmt.Fprintf(os.Stderr, "usage: harness [-root DIR] move [flags]\n")
+		flag.PrintDefaults()
+	}
+	flag.Parse()
+	if flag.NArg() < 1 {
+		flag.Usage()
+		os.Exit(2)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	var err error
+	switch flag.Arg(0) {
+	case "move":
+		err = moveMain(ctx, *root, flag.Args()[1:])
+	default:
+		flag.Usage()
+		os.Exit(2)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "harness:", err)
+		os.Exit(1)
+	}
+}

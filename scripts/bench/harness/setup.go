@@ -1,0 +1,150 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/pgsync/pgsync/scripts/bench/benchres"
+)
+
+// The bench clusters: the ports and directory every bench driver uses
+// (scripts/bench-lib.sh), apart from the integration tests' clusters.
+const (
+	benchPGDir   = "/tmp/pgsync-bench-pg"
+	sourcePort   = 57432
+	targetPort   = 57433
+	clusterStart = 2 * time.Minute
+)
+
+// bench is what every scenario starts from: PostgreSQL installed, pgsync
+// built, both clusters running.
+type bench struct {
+	root    string // the repository
+	bindir  string // PostgreSQL's programs
+	pgsync  string // the pgsync binary just built
+	results string // bench-results/
+	env     benchres.Environment
+}
+
+// setup installs PostgreSQL when missing, builds pgsync and starts the
+// clusters. The returned stop ends the clusters; call it whatever happens.
+func setup(ctx context.Context, root string) (b *bench, stop func(), err error) {
+	root, err = filepath.Abs(root)
+	if err != nil {
+		return nil, nil, err
+	}
+	b = &bench{root: root, pgsync: filepath.Join(root, "bin", "pgsync"), results: filepath.Join(root, "bench-results")}
+	if err := b.run(ctx, 10*time.Minute, nil, "bash", "scripts/install-pg.sh"); err != nil {
+		return nil, nil, err
+	}
+	if err := b.run(ctx, 5*time.Minute, nil, "make", "-s", "build"); err != nil {
+		return nil, nil, err
+	}
+	matches, _ := filepath.Glob("/usr/lib/postgresql/*/bin/postgres")
+	if len(matches) == 0 {
+		return nil, nil, fmt.Errorf("no PostgreSQL server under /usr/lib/postgresql after scripts/install-pg.sh")
+	}
+	b.bindir = filepath.Dir(matches[len(matches)-1])
+	if b.env, err = b.environment(ctx); err != nil {
+		return nil, nil, err
+	}
+	stop = func() {
+		// A context of its own: the clusters are stopped also after an
+		// interrupt cancelled ctx.
+		c, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+		defer cancel()
+		if err := b.localPG(c, "stop"); err != nil {
+			fmt.Fprintln(os.Stderr, "harness: stopping the bench clusters:", err)
+		}
+	}
+	if err := b.localPG(ctx, "start"); err != nil {
+		stop()
+		return nil, nil, err
+	}
+	return b, stop, nil
+}
+
+// run runs name with args in the repository, with env added to the
+// harness's environment and its output on the harness's stderr; it is
+// ended by ctx or after limit.
+func (b *bench) run(ctx context.Context, limit time.Duration, env []string, name string, args ...string) error {
+	ctx, cancel := context.WithTimeout(ctx, limit)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, name, args...)
+	cmd.Dir = b.root
+	cmd.Env = append(os.Environ(), env...)
+	cmd.Stdout = os.Stderr
+	cmd.Stderr = os.Stderr
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("%s %s: %w", name, strings.Join(args, " "), err)
+	}
+	return nil
+}
+
+// localPG runs scripts/local-pg.sh verb on the bench clusters.
+func (b *bench) localPG(ctx context.Context, verb string) error {
+	return b.run(ctx, clusterStart, []string{"PGSYNC_PG_DIR=" + benchPGDir,
+		"PGSYNC_SOURCE_PORT=" + strconv.Itoa(sourcePort), "PGSYNC_TARGET_PORT=" + strconv.Itoa(targetPort)},
+		"bash", "scripts/local-pg.sh", verb)
+}
+
+// url is the postgres:// address of database db on the cluster at port.
+func url(port int, db string) string {
+	return fmt.Sprintf("postgres://postgres@127.0.0.1:%d/%s?sslmode=disable", port, db)
+}
+
+// environment describes the machine and the build: the commit is the one
+// pgsync was built from (its version command), read after the build.
+func (b *bench) environment(ctx context.Context) (benchres.Environment, error) {
+	var env benchres.Environment
+	out, err := exec.CommandContext(ctx, b.pgsync, "version").Output()
+	if err != nil {
+		return env, fmt.Errorf("%s version: %w", b.pgsync, err)
+	}
+	if f := strings.Fields(string(out)); len(f) >= 2 {
+		env.Commit = f[1]
+	}
+	if env.Commit == "" || env.Commit == "dev" {
+		return env, fmt.Errorf("pgsync was built without a commit (%q)", strings.TrimSpace(string(out)))
+	}
+	out, err = exec.CommandContext(ctx, filepath.Join(b.bindir, "postgres"), "--version").Output()
+	if err != nil {
+		return env, fmt.Errorf("postgres --version: %w", err)
+	}
+	if f := strings.Fields(string(out)); len(f) >= 3 {
+		env.PostgreSQL = f[2]
+	}
+	env.Go = runtime.Version()
+	env.Cores = runtime.NumCPU()
+	if f, err := os.Open("/proc/cpuinfo"); err == nil {
+		s := bufio.NewScanner(f)
+		for s.Scan() {
+			if k, v, ok := strings.Cut(s.Text(), ":"); ok && strings.TrimSpace(k) == "model name" {
+				env.CPU = strings.TrimSpace(v)
+				break
+			}
+		}
+		f.Close()
+	}
+	if m, err := os.ReadFile("/proc/meminfo"); err == nil {
+		for _, line := range bytes.Split(m, []byte("\n")) {
+			if f := strings.Fields(string(line)); len(f) >= 2 && f[0] == "MemTotal:" {
+				kb, _ := strconv.ParseFloat(f[1], 64)
+				env.MemoryGiB = int(kb/1048576 + 0.5)
+			}
+		}
+	}
+	if env.CPU == "" || env.PostgreSQL == "" || env.MemoryGiB == 0 {
+		return env, fmt.Errorf("incomplete environment: %+v", env)
+	}
+	return env, nil
+}
