@@ -182,8 +182,8 @@ func (tc *tableCopy) format() string {
 	return "text"
 }
 
-// plan lists the copy's work, largest tables first so that the streams stay
-// busy until the end; tables of RangeBytes or more are cut into ranges.
+// plan lists the copy's work; tables of RangeBytes or more are cut into
+// ranges (cutParts), and the parts are taken largest first (byLargest).
 func plan(ctx context.Context, opts Options, tables []catalog.Table) ([]copyPart, error) {
 	order := make([]*catalog.Table, len(tables))
 	for i := range tables {
@@ -194,7 +194,20 @@ func plan(ctx context.Context, opts Options, tables []catalog.Table) ([]copyPart
 	if err != nil {
 		return nil, err
 	}
-	var parts []copyPart
+	return byLargest(cutParts(opts, layout, order)), nil
+}
+
+// plannedPart is a part of the copy with the bytes it is expected to read:
+// its blocks for a range, the table's whole size (TOAST included) for a
+// table copied whole.
+type plannedPart struct {
+	copyPart
+	bytes int64
+}
+
+// cutParts makes the copy's parts of the tables, in order.
+func cutParts(opts Options, layout layout, order []*catalog.Table) []plannedPart {
+	var parts []plannedPart
 	var total int64
 	for _, t := range order {
 		total += t.SizeBytes
@@ -213,20 +226,37 @@ func plan(ctx context.Context, opts Options, tables []catalog.Table) ([]copyPart
 			n < 2*int64(per) || t.CopiedColumns() == "" {
 			tc.remaining.Store(1)
 			tc.freeze = layout.freezable[t.Ident()]
-			parts = append(parts, copyPart{table: tc})
+			parts = append(parts, plannedPart{copyPart{table: tc}, t.SizeBytes})
 			continue
 		}
 		tc.parts = int((n + int64(per) - 1) / int64(per))
 		tc.remaining.Store(int32(tc.parts))
 		for i := 0; i < tc.parts; i++ {
 			p := copyPart{table: tc, from: uint32(i) * per, to: uint32(i+1) * per, split: true}
+			blocks := int64(per)
 			if i == tc.parts-1 {
 				p.to = 0
+				blocks = n - int64(p.from)
 			}
-			parts = append(parts, p)
+			parts = append(parts, plannedPart{p, blocks * layout.blockSize})
 		}
 	}
-	return parts, nil
+	return parts
+}
+
+// byLargest orders the parts by their expected bytes, largest first, so
+// that the streams end together: a table copied whole that is larger than
+// another table's ranges starts before them, instead of being copied
+// alone after them (a 165 MB table of TOASTed documents behind a 6M-row
+// table's 13 ranges: 6.4 s on one stream at the end, issue 25). Parts of
+// the same size keep their order.
+func byLargest(planned []plannedPart) []copyPart {
+	sort.SliceStable(planned, func(i, j int) bool { return planned[i].bytes > planned[j].bytes })
+	parts := make([]copyPart, len(planned))
+	for i, p := range planned {
+		parts[i] = p.copyPart
+	}
+	return parts
 }
 
 // layout is what plan needs to know of the tables on the source.

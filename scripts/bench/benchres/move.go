@@ -58,14 +58,18 @@ type MoveRun struct {
 	// last commit on the source to the target reported ready for writes;
 	// nil for a contender without a cutover.
 	WriteGapSeconds *float64 `json:"write_gap_seconds"`
-	// ToolCPUSeconds and ToolPeakBytes are the tool's own processes: for
-	// pgsync and pgcopydb the processes the harness started (with their
-	// children), for native the subscriber's replication workers on the
-	// target (sampled every SampleSeconds).
+	// ToolCPUSeconds is the CPU time of the tool's processes from the
+	// start until ready (or until the harness gave up): for pgsync and
+	// pgcopydb the processes the harness started, with their children,
+	// for native the subscriber's replication workers on the target. It is
+	// sampled every SampleSeconds: what a process used after its last
+	// sample is not in it. ToolPeakBytes is the highest sum of their
+	// anonymous resident memory (RssAnon) in a sample.
 	ToolCPUSeconds float64 `json:"tool_cpu_seconds"`
 	ToolPeakBytes  int64   `json:"tool_peak_bytes"`
-	// ServerCPUSeconds is every process of each cluster, measured from
-	// the postmaster's own and reaped children's times.
+	// SourceCPUSeconds and TargetCPUSeconds are every process of each
+	// cluster over the same stretch (the postmaster's own, its reaped
+	// children's and its live children's times): pgbench's sessions too.
 	SourceCPUSeconds float64 `json:"source_cpu_seconds"`
 	TargetCPUSeconds float64 `json:"target_cpu_seconds"`
 	// ContentEqual compares every table's row count and the sum of a

@@ -109,22 +109,15 @@ func (p *pgsyncMove) cutover(ctx context.Context) (time.Time, error) {
 	return r.ReadyAt, nil
 }
 
-func (p *pgsyncMove) end(context.Context) (float64, error) {
+func (p *pgsyncMove) end(context.Context) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	var total float64
 	for _, proc := range []*process{p.bootstrap, p.run, p.cut} {
-		if proc == nil {
-			continue
+		if proc != nil {
+			proc.stop(30 * time.Second)
 		}
-		proc.stop(30 * time.Second)
-		cpu, err := proc.cpuSeconds()
-		if err != nil {
-			return 0, err
-		}
-		total += cpu
 	}
-	return total, nil
+	return nil
 }
 
 // phases splits pgsync's move from its logs: the schema and the slot, the
@@ -266,10 +259,9 @@ func (n *nativeMove) toolPIDs(ctx context.Context) []int {
 
 func (n *nativeMove) cutover(context.Context) (time.Time, error) { return time.Time{}, nil }
 
-// end disables the subscription; its CPU is the sampler's (its workers
-// are the server's processes).
-func (n *nativeMove) end(ctx context.Context) (float64, error) {
-	return 0, runSQL(ctx, targetPort, moveDB, "ALTER SUBSCRIPTION move_sub DISABLE")
+// end disables the subscription.
+func (n *nativeMove) end(ctx context.Context) error {
+	return runSQL(ctx, targetPort, moveDB, "ALTER SUBSCRIPTION move_sub DISABLE")
 }
 
 // pgcopydbMove is pgcopydb clone --follow: it copies, then replays what
@@ -321,15 +313,12 @@ func (c *pgcopydbMove) toolPIDs(context.Context) []int {
 
 func (c *pgcopydbMove) cutover(context.Context) (time.Time, error) { return time.Time{}, nil }
 
-func (c *pgcopydbMove) end(context.Context) (float64, error) {
+func (c *pgcopydbMove) end(context.Context) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.proc == nil {
-		return 0, errors.New("pgcopydb was not started")
+		return errors.New("pgcopydb was not started")
 	}
 	c.proc.stop(30 * time.Second)
-	if err := os.RemoveAll(filepath.Join(c.dir, "work")); err != nil {
-		return 0, err
-	}
-	return c.proc.cpuSeconds()
+	return os.RemoveAll(filepath.Join(c.dir, "work"))
 }

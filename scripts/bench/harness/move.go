@@ -254,8 +254,8 @@ type contender interface {
 	// cutover switches, where the tool has a cutover: it returns when
 	// the target was reported ready for writes (nil time without one).
 	cutover(ctx context.Context) (readyAt time.Time, err error)
-	// end stops the tool; cpu is its CPU time in seconds.
-	end(ctx context.Context) (cpu float64, err error)
+	// end stops the tool.
+	end(ctx context.Context) error
 }
 
 var contenderSteps = map[string]func(b *bench, dir string) contender{
@@ -264,10 +264,13 @@ var contenderSteps = map[string]func(b *bench, dir string) contender{
 	"pgcopydb": func(b *bench, dir string) contender { return &pgcopydbMove{b: b, dir: dir} },
 }
 
-// sampled is a sample with what the harness decides readiness from.
+// sampled is a sample with what the harness decides readiness from and
+// the CPU seconds used until it was taken: the tool's (sampled: what a
+// process used after its last sample is not in it) and each cluster's.
 type sampled struct {
 	benchres.Sample
-	copied bool
+	copied                        bool
+	toolCPU, sourceCPU, targetCPU float64
 }
 
 // moveOnce runs one contender once.
@@ -287,14 +290,6 @@ func (b *bench) moveOnce(ctx context.Context, c moveConfig, name string, run int
 		return r, err
 	}
 	tool := contenderSteps[name](b, dir)
-	srcCPU0, err := clusterCPU(filepath.Join(benchPGDir, "source"))
-	if err != nil {
-		return r, err
-	}
-	tgtCPU0, err := clusterCPU(filepath.Join(benchPGDir, "target"))
-	if err != nil {
-		return r, err
-	}
 
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -329,9 +324,20 @@ func (b *bench) moveOnce(ctx context.Context, c moveConfig, name string, run int
 	r.Samples = s.samples()
 	r.Ready = why == ""
 	r.NotReady = why
+	// The CPU until ready (or until the harness gave up), from the first
+	// sample's: what the switch and the checks after it cost is not in it.
+	until := s.at(r.Samples[len(r.Samples)-1].T)
 	if r.Ready {
 		r.ReadySeconds = ptr(readyAt)
+		until = s.at(readyAt)
 	}
+	first := s.at(0)
+	if first.sourceCPU == 0 || first.targetCPU == 0 {
+		return r, errors.New("no CPU reading of the clusters at the start")
+	}
+	r.ToolCPUSeconds = until.toolCPU
+	r.SourceCPUSeconds = until.sourceCPU - first.sourceCPU
+	r.TargetCPUSeconds = until.targetCPU - first.targetCPU
 	if copiedAt >= 0 {
 		r.CopiedSeconds = ptr(copiedAt)
 	}
@@ -375,21 +381,9 @@ func (b *bench) moveOnce(ctx context.Context, c moveConfig, name string, run int
 	if r.ContentEqual, r.Differences, err = sameContent(ctx); err != nil {
 		return r, err
 	}
-	if r.ToolCPUSeconds, err = tool.end(ctx); err != nil {
+	if err := tool.end(ctx); err != nil {
 		return r, err
 	}
-	if _, ok := tool.(*nativeMove); ok {
-		r.ToolCPUSeconds = s.sampledCPU()
-	}
-	srcCPU1, err := clusterCPU(filepath.Join(benchPGDir, "source"))
-	if err != nil {
-		return r, err
-	}
-	tgtCPU1, err := clusterCPU(filepath.Join(benchPGDir, "target"))
-	if err != nil {
-		return r, err
-	}
-	r.SourceCPUSeconds, r.TargetCPUSeconds = srcCPU1-srcCPU0, tgtCPU1-tgtCPU0
 	if p, ok := tool.(*pgsyncMove); ok {
 		end := time.Duration(0)
 		if r.Ready {

@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -104,9 +103,10 @@ func rssAnon(pid int) int64 {
 
 // clusterCPU is the CPU time, in seconds, every process of the cluster in
 // dataDir has used: the postmaster's, its reaped children's (which the
-// kernel adds to its cutime and cstime) and its live children's. It only
-// grows, so two readings bracket the time spent between them.
-func clusterCPU(dataDir string) (float64, error) {
+// kernel adds to its cutime and cstime) and its live children's, from all
+// (processes). It only grows, so two readings bracket the time spent
+// between them.
+func clusterCPU(dataDir string, all map[int]procStat) (float64, error) {
 	b, err := os.ReadFile(filepath.Join(dataDir, "postmaster.pid"))
 	if err != nil {
 		return 0, err
@@ -116,7 +116,6 @@ func clusterCPU(dataDir string) (float64, error) {
 	if err != nil {
 		return 0, fmt.Errorf("%s/postmaster.pid: %w", dataDir, err)
 	}
-	all := processes()
 	st, ok := all[pm]
 	if !ok {
 		return 0, fmt.Errorf("postmaster %d of %s is not running", pm, dataDir)
@@ -218,14 +217,4 @@ func (p *process) stop(grace time.Duration) {
 		_ = syscall.Kill(-p.pid(), syscall.SIGKILL)
 		<-p.done
 	}
-}
-
-// cpuSeconds is the CPU time of the process and of the children it
-// reaped, once it has ended (from wait4's resource usage).
-func (p *process) cpuSeconds() (float64, error) {
-	if !p.exited() || p.cmd.ProcessState == nil {
-		return 0, errors.New(p.name + " has not ended")
-	}
-	st := p.cmd.ProcessState
-	return (st.UserTime() + st.SystemTime()).Seconds(), nil
 }

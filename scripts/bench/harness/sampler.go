@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"sync"
 	"time"
 
@@ -66,18 +67,21 @@ func (s *sampler) sample(ctx context.Context, sizes, beats *pgx.Conn) {
 	}
 	_ = sizes.QueryRow(ctx, "SELECT pg_database_size($1)", moveDB).Scan(&x.TargetBytes)
 	all := processes()
-	for _, root := range s.tool.toolPIDs(ctx) {
-		for _, pid := range descendants(all, root) {
-			x.ToolBytes += rssAnon(pid)
-			s.mu.Lock()
-			s.ticks[pid] = max(s.ticks[pid], all[pid].ticks+all[pid].children)
-			s.mu.Unlock()
-		}
-	}
+	x.sourceCPU, _ = clusterCPU(filepath.Join(benchPGDir, "source"), all)
+	x.targetCPU, _ = clusterCPU(filepath.Join(benchPGDir, "target"), all)
 	copied, err := s.tool.copied(ctx)
 	x.copied = copied && err == nil
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	for _, root := range s.tool.toolPIDs(ctx) {
+		for _, pid := range descendants(all, root) {
+			x.ToolBytes += rssAnon(pid)
+			s.ticks[pid] = max(s.ticks[pid], all[pid].ticks+all[pid].children)
+		}
+	}
+	for _, t := range s.ticks {
+		x.toolCPU += float64(t) / clockTicks
+	}
 	if err != nil && s.failure == nil && ctx.Err() == nil {
 		s.failure = err
 	}
@@ -96,16 +100,16 @@ func (s *sampler) samples() []benchres.Sample {
 	return out
 }
 
-// sampledCPU is the CPU time of the tool's processes as sampled, in
-// seconds: what a process used after its last sample is not in it.
-func (s *sampler) sampledCPU() float64 {
+// at is the sample taken at t seconds from t0, or the last one.
+func (s *sampler) at(t float64) sampled {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	var total int64
-	for _, t := range s.ticks {
-		total += t
+	for _, x := range s.taken {
+		if x.T >= t {
+			return x
+		}
 	}
-	return float64(total) / clockTicks
+	return s.taken[len(s.taken)-1]
 }
 
 // waitReady waits until the tool is ready for cutover: copied, and every
