@@ -6,7 +6,7 @@ LDFLAGS := -X github.com/pgsync/pgsync/cmd.Version=$(VERSION)
 # The integration tests' own clusters, apart from the ones of `make demo`.
 TEST_PG_DIR ?= /tmp/pgsync-test-pg
 
-.PHONY: all build pg-install test unit bench-test integration demo bench clean
+.PHONY: all build pg-install test unit bench-test integration demo bench bench-hotpath clean
 
 all: build
 
@@ -38,9 +38,25 @@ bench-test:
 demo: pg-install build
 	bash scripts/demo.sh
 
+# The first benchmarks page's set, at the commit checked out, then both
+# pages (docs/benchmarks.md): the whole move under load (pgsync, native,
+# pgcopydb --follow; 3 runs each), the copy, the catch-up and one large
+# transaction. About 30 minutes on 2 cores. The bench clusters are stopped
+# at the end, pass or fail. bash scripts/bench-all.sh runs every benchmark.
+BENCH_PG := PGSYNC_PG_DIR=/tmp/pgsync-bench-pg PGSYNC_SOURCE_PORT=57432 PGSYNC_TARGET_PORT=57433
+bench: pg-install build
+	@rc=0; \
+	  (cd scripts/bench && $(GO) run ./harness -root ../.. move) && \
+	  RESULTS=$(CURDIR)/bench-results bash scripts/copy-bench.sh && \
+	  RESULTS=$(CURDIR)/bench-results bash scripts/catchup-bench.sh && \
+	  BIG_ROWS=2000000 RESULTS=$(CURDIR)/bench-results bash scripts/bigtxn-bench.sh || rc=$$?; \
+	  $(BENCH_PG) bash scripts/local-pg.sh stop; \
+	  [ $$rc -eq 0 ] || exit $$rc; \
+	  cd scripts/bench && $(GO) run ./page -root ../..
+
 # Hot-path benchmarks (no network): decode and statement building. The
 # recorded comparison with an earlier commit is scripts/hotpath-bench.sh.
-bench:
+bench-hotpath:
 	$(GO) test -run '^$$' -bench . -benchmem -count 5 ./pgoutput ./apply
 
 clean:

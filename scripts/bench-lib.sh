@@ -29,6 +29,10 @@ bench_setup() {
   bindir=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | tail -1)
   [ -n "$bindir" ] || bindir=$(pg_config --bindir)
   PGVERSION=$("$bindir/postgres" --version | awk '{print $3}')
+  # The commit the measured binary was built from (its version, set at
+  # build time), not the checkout's HEAD when the script ends.
+  PGSYNC_COMMIT=$("$PGSYNC" version | awk '{print $2}')
+  [ -n "$PGSYNC_COMMIT" ] || { echo "bench: $PGSYNC version names no commit" >&2; exit 1; }
 }
 
 # start_latency_proxy: with RTT_MS set, builds bin/latency-proxy and starts
@@ -199,7 +203,7 @@ env_json() {
     "cores": $(nproc),
     "memory_gib": $(awk '/MemTotal/ {printf "%.0f", $2 / 1048576}' /proc/meminfo),
     "postgresql": "$PGVERSION",
-    "pgsync_commit": "$(cd "$root" && git rev-parse --short HEAD 2>/dev/null || echo unknown)",
+    "pgsync_commit": "$PGSYNC_COMMIT",
     "go": "$(go env GOVERSION)"
   }
 JSON

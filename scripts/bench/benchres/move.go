@@ -1,6 +1,9 @@
 // Package benchres holds the typed results the harness writes and the page
 // reads: one struct per scenario, so that a measurement the page needs is a
-// field the harness must fill, never a key a script may leave out.
+// field the harness must fill, never a key a script may leave out. A field
+// that may be null (a contender without a cutover has no write gap) is a
+// pointer tagged `bench:"optional"`; the page refuses a file without any
+// other.
 package benchres
 
 // Environment is the machine and the build a result came from. Commit is
@@ -49,15 +52,15 @@ type MoveRun struct {
 	// the timeout; ReadySeconds is then the time from the start, and
 	// NotReady says why when it did not.
 	Ready        bool     `json:"ready"`
-	ReadySeconds *float64 `json:"ready_seconds"`
-	NotReady     string   `json:"not_ready,omitempty"`
+	ReadySeconds *float64 `json:"ready_seconds" bench:"optional"`
+	NotReady     string   `json:"not_ready,omitempty" bench:"optional"`
 	// CopiedSeconds is when the tool reported every table copied (and,
 	// for pgsync, its keys, indexes and foreign keys built).
-	CopiedSeconds *float64 `json:"copied_seconds"`
+	CopiedSeconds *float64 `json:"copied_seconds" bench:"optional"`
 	// WriteGapSeconds is the application's write gap at cutover, from its
 	// last commit on the source to the target reported ready for writes;
 	// nil for a contender without a cutover.
-	WriteGapSeconds *float64 `json:"write_gap_seconds"`
+	WriteGapSeconds *float64 `json:"write_gap_seconds" bench:"optional"`
 	// ToolCPUSeconds is the CPU time of the tool's processes from the
 	// start until ready (or until the harness gave up): for pgsync and
 	// pgcopydb the processes the harness started, with their children,
@@ -77,9 +80,9 @@ type MoveRun struct {
 	// the tool applied the last of them; Differences names the tables
 	// that differ.
 	ContentEqual bool     `json:"content_equal"`
-	Differences  []string `json:"differences,omitempty"`
+	Differences  []string `json:"differences,omitempty" bench:"optional"`
 	// Phases are pgsync's phases, from its logs, in order.
-	Phases []Phase `json:"phases,omitempty"`
+	Phases []Phase `json:"phases,omitempty" bench:"optional"`
 	// Samples are taken every SampleSeconds from the start.
 	SampleSeconds float64  `json:"sample_seconds"`
 	Samples       []Sample `json:"samples"`
@@ -98,7 +101,7 @@ type Sample struct {
 	T float64 `json:"t"` // seconds from the start
 	// LagSeconds is the source's clock minus the heartbeat the target
 	// holds; nil while the target has no heartbeat yet.
-	LagSeconds  *float64 `json:"lag_seconds"`
+	LagSeconds  *float64 `json:"lag_seconds" bench:"optional"`
 	TargetBytes int64    `json:"target_bytes"` // pg_database_size
 	ToolBytes   int64    `json:"tool_bytes"`   // the tool's resident memory
 }

@@ -53,7 +53,7 @@ func moveMain(ctx context.Context, root string, args []string) error {
 	fs.IntVar(&c.rate, "rate", 300, "pgbench's transactions a second")
 	fs.IntVar(&c.runs, "runs", 3, "runs of each contender, interleaved")
 	fs.StringVar(&contenders, "contenders", "pgsync,native,pgcopydb", "who moves the database")
-	fs.DurationVar(&c.timeout, "timeout", 150*time.Second, "a contender not ready after this long is reported not ready")
+	fs.DurationVar(&c.timeout, "timeout", 90*time.Second, "a contender not ready after this long is reported not ready")
 	fs.StringVar(&c.out, "out", "", "the result's directory (default bench-results/move)")
 	if err := fs.Parse(args); err != nil {
 		return err

@@ -34,6 +34,10 @@ func drawCharts(root, docsDir string, r *Results, p *Page) ([]Chart, error) {
 		charts = append(charts, Chart{File: chartDir + "/" + name, Alt: alt, Caption: caption})
 		return nil
 	}
+	if err := drawMoveCharts(save, r.Move); err != nil {
+		return nil, err
+	}
+	p.MoveCharts, charts = charts, nil
 
 	// 1. The headline's ratios beside their goals.
 	{

@@ -33,11 +33,6 @@ func headline(r *Results, p *Page) ([]HeadlineRow, error) {
 		rows = append(rows, HeadlineRow{Scenario: scenario, Pgsync: pgsync, Peer: "", Ratio: "", Goal: goal, Met: yes(met), Commit: commit})
 	}
 
-	rows = append(rows, HeadlineRow{
-		Scenario: "the whole move under load, time to ready for cutover (issue 25)",
-		Pgsync:   "not measured yet", Peer: "native; pgcopydb --follow", Goal: "at most 0.6x native, median of 3", Met: "not yet",
-	})
-
 	c := r.Copy
 	vs(fmt.Sprintf("initial copy, one %s-row table (best of %d stream counts: %d)", thousands(c.Rows), len(c.Pgsync), p.CopyBest.Streams),
 		"copy, 1 table", p.CopyBest.Seconds, c.Native.Seconds, "native", Goal{Limit: 1 / 1.7}, "at least 1.7x faster (ratio 0.59)", c.Env.Commit)

@@ -6,12 +6,17 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+
+	"github.com/pgsync/pgsync/scripts/bench/benchres"
 )
 
 // Results is everything the two pages are made of, read from
 // bench-results/ under the repository root.
 type Results struct {
 	Dir string // bench-results/, as the pages name it
+
+	// Move is the harness's whole move under load (move/move.json).
+	Move benchres.Move
 
 	Bench100MB, Bench1GB Bench
 	Copy                 Copy
@@ -112,6 +117,7 @@ var experimentNames = []string{"cpu-per-row", "gogc", "write-buffer", "reader-cl
 func load(root string) (*Results, error) {
 	l := &loader{dir: filepath.Join(root, "bench-results")}
 	r := &Results{Dir: "bench-results", Experiments: map[string][]Named[Catchup]{}}
+	l.json("move/move.json", &r.Move)
 	l.json("bench-100mb.json", &r.Bench100MB)
 	l.json("bench-1gb.json", &r.Bench1GB)
 	l.json("copy.json", &r.Copy)

@@ -92,6 +92,7 @@ var funcs = template.FuncMap{
 	"inc":       func(i int) int { return i + 1 },
 	"seconds":   func(xs []float64) string { return joinF2(xs) },
 	"deref":     func(v *float64) float64 { return *v },
+	"float":     func(v int64) float64 { return float64(v) },
 	"millions":  func(v float64) float64 { return v / 1e6 },
 }
 

@@ -11,7 +11,18 @@ import (
 // headline computed from them and the figures of each section that take
 // more than a field (ratios, medians, ranges).
 type Page struct {
-	R        *Results
+	R *Results
+	// Bench is the run of make bench the first page is made of: its
+	// commit, and what it measured.
+	Bench      BenchRun
+	Move       MoveSummary
+	MoveCharts []Chart
+	// MoveGapMet, CopyMet, CatchupMet and BigTxnMet say whether the first
+	// page's goals were met; MoveBound says what bounds the whole move.
+	MoveGapMet, CopyMet, CatchupMet, BigTxnMet bool
+	MoveBound                                  string
+	// Headline, Charts and Commits are the second page's: every other
+	// measurement, each at its own commit.
 	Headline []HeadlineRow
 	Charts   []Chart
 	Commits  []CommitUse
@@ -97,12 +108,22 @@ func yes(ok bool) string {
 func build(root string, r *Results) (*Page, error) {
 	p := &Page{R: r, ExperimentNames: experimentNames}
 	dir := filepath.Join(root, r.Dir)
+	var err error
+	if p.Bench, err = benchRun(r); err != nil {
+		return nil, err
+	}
+	if p.Move, err = summarizeMove(r.Move); err != nil {
+		return nil, err
+	}
 
 	// The one-table copy: pgsync's fastest run against native's.
 	if len(r.Copy.Pgsync) == 0 {
 		return nil, fmt.Errorf("%s/copy.json: pgsync: no runs", r.Dir)
 	}
 	p.CopyBest = slices.MinFunc(r.Copy.Pgsync, func(a, b CopyRun) int { return cmpFloat(a.Seconds, b.Seconds) })
+	if err := p.firstPageGoals(r); err != nil {
+		return nil, err
+	}
 	for _, run := range r.Copy.Pgsync {
 		kb, err := keyBuilds(filepath.Join(dir, fmt.Sprintf("copy-%d-bootstrap.log", run.Streams)))
 		if err != nil {
@@ -110,7 +131,6 @@ func build(root string, r *Results) (*Page, error) {
 		}
 		p.CopyKeyBuilds = append(p.CopyKeyBuilds, kb...)
 	}
-	var err error
 	if p.Bench1GBKeyBuilds, err = keyBuilds(filepath.Join(dir, "bench-1gb-bootstrap.log")); err != nil {
 		return nil, err
 	}
@@ -325,4 +345,50 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	slices.Sort(keys)
 	return keys
+}
+
+// BenchRun is what make bench measured, all at one commit: the whole
+// move, the copy, the catch-up and the large transaction.
+type BenchRun struct {
+	Commit string
+	Env    Environment
+}
+
+// benchRun checks that the first page's results come from one commit.
+func benchRun(r *Results) (BenchRun, error) {
+	b := BenchRun{Commit: r.Move.Env.Commit, Env: Environment{
+		CPU: r.Move.Env.CPU, PostgreSQL: r.Move.Env.PostgreSQL, Commit: r.Move.Env.Commit, Go: r.Move.Env.Go}}
+	for file, commit := range map[string]string{"copy.json": r.Copy.Env.Commit, "catchup.json": r.Catchup.Env.Commit, "bigtxn.json": r.BigTxn.Env.Commit} {
+		if commit != b.Commit {
+			return b, fmt.Errorf("%s/%s is from %s, move/move.json from %s: run make bench to measure them at one commit", r.Dir, file, commit, b.Commit)
+		}
+	}
+	return b, nil
+}
+
+// firstPageGoals decides the first page's goals from the results.
+func (p *Page) firstPageGoals(r *Results) error {
+	q, err := ratio(p.CopyBest.Seconds, r.Copy.Native.Seconds)
+	if err != nil {
+		return fmt.Errorf("copy.json: %w", err)
+	}
+	p.CopyMet = Goal{Limit: 1 / 1.7}.Met(q)
+	if q, err = ratio(r.Catchup.Pgsync.Seconds, r.Catchup.Native.Seconds); err != nil {
+		return fmt.Errorf("catchup.json: %w", err)
+	}
+	p.CatchupMet = Goal{Limit: 0.6}.Met(q)
+	p.BigTxnMet = r.BigTxn.RSSPeakMB < 40
+	var gaps []float64
+	for _, run := range r.Move.Runs {
+		if run.Contender == "pgsync" && run.WriteGapSeconds != nil {
+			gaps = append(gaps, *run.WriteGapSeconds)
+		}
+	}
+	gap, err := median(gaps)
+	if err != nil {
+		return fmt.Errorf("move.json: pgsync's write gaps: %w", err)
+	}
+	p.MoveGapMet = gap <= 0.5
+	p.MoveBound = p.Move.bound(r.Move.Env.Cores)
+	return nil
 }
