@@ -44,21 +44,19 @@ for round in $(seq "$ROUNDS"); do
     (cd "$tree" && RESULTS="$runs" STREAMS=2 TABLES="$TABLES" COMPARE="$COMPARE" bash scripts/copy-bench.sh >"$runs/out.txt" 2>&1)
     after=$(cancels)
     cp "$runs/copy-2-bootstrap.log" "$out/round$round-$variant$tag-bootstrap.log"
-    python3 - "$runs" "$variant" "$round" "$BASE" "$((after - before))" "$head" >>"$jsonl" <<'EOF'
-import json, re, sys
-runs, variant, rnd, base, cancelled, head = sys.argv[1:]
-d = json.load(open(f'{runs}/copy.json'))['pgsync'][0]
-text = open(f'{runs}/copy-2-bootstrap.log').read()
-# With several tables: the longest copy and key build (they run in parallel).
-copy = max(float(x) for x in re.findall(r'msg="table copied".* seconds=([0-9.]+)', text))
-pk = max(float(x) for x in re.findall(r'msg=created object="primary key[^"]*" seconds=([0-9.]+)', text))
-whole = json.load(open(f'{runs}/copy.json'))
-native = whole.get('native_subscription', {}).get('seconds')
-print(json.dumps({'round': int(rnd), 'variant': variant, 'commit': base if variant == 'base' else head,
-                  'copy_seconds': copy, 'pk_seconds': pk, 'seconds': d['seconds'],
-                  'target_cpu_seconds': d['target_cpu_seconds'], 'hashes_match': d['hashes_match'],
-                  'autovacuum_cancelled': int(cancelled), 'native_seconds': native}))
-EOF
+    commit=$head
+    [ "$variant" = base ] && commit=$BASE
+    first() { grep -o "\"$1\": [0-9.a-z]*" "$runs/copy.json" | head -1 | awk '{print $2}'; }
+    # With several tables: the longest copy and key build (they run in parallel).
+    longest() { grep -oE "$1" "$runs/copy-2-bootstrap.log" | sed 's/.* seconds=//' | sort -g | tail -1; }
+    seconds=$(first seconds) tcpu=$(first target_cpu_seconds) hashes=$(first hashes_match)
+    copy=$(longest 'msg="table copied".* seconds=[0-9.]+')
+    pk=$(longest 'msg=created object="(primary key|constraint [^"]*_pkey)[^"]*" seconds=[0-9.]+')
+    native=$(grep -o '"native_subscription": {"seconds": [0-9.]*' "$runs/copy.json" | awk '{print $3}')
+    for v in seconds tcpu hashes copy pk; do
+      [ -n "${!v}" ] || { echo "autovacuum-hold-bench: no $v in $runs" >&2; exit 1; }
+    done
+    echo "{\"round\": $round, \"variant\": \"$variant\", \"commit\": \"$commit\", \"copy_seconds\": $copy, \"pk_seconds\": $pk, \"seconds\": $seconds, \"target_cpu_seconds\": $tcpu, \"hashes_match\": $hashes, \"autovacuum_cancelled\": $((after - before)), \"native_seconds\": ${native:-null}}" >>"$jsonl"
     tail -1 "$jsonl"
   done
 done

@@ -22,7 +22,18 @@ RTT_MS=${RTT_MS:-}
 SRC_VIA_PORT=$SRC_PORT # the source's port as the consumers reach it
 mkdir -p "$RESULTS"
 
+# bench_exit is the EXIT trap bench_setup sets: it ends the script's
+# background jobs, runs BENCH_ON_EXIT (a script's own clean-up, when set)
+# and stops the bench clusters, pass or fail. Their data stays: the next
+# script starts them again.
+bench_exit() {
+  kill $(jobs -p) 2>/dev/null || true
+  [ -z "${BENCH_ON_EXIT:-}" ] || eval "$BENCH_ON_EXIT" || true
+  bash "$root/scripts/local-pg.sh" stop >/dev/null 2>&1 || true
+}
+
 bench_setup() {
+  trap bench_exit EXIT
   bash "$root/scripts/install-pg.sh" >/dev/null
   (cd "$root" && make -s build && go build -trimpath -o bin/discard ./scripts/discard)
   bash "$root/scripts/local-pg.sh" start >/dev/null

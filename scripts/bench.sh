@@ -21,7 +21,6 @@ case "$DATASET" in
 esac
 tag=bench-$(echo "$DATASET" | tr 'A-Z' 'a-z')
 bench_setup
-trap 'kill $(jobs -p) 2>/dev/null || true' EXIT
 start_latency_proxy
 
 echo "bench: $DATASET dataset ($ROWS rows a table)"
@@ -90,8 +89,6 @@ txns=$(sed -n 's/.*msg=stopped.* txns=\([0-9]*\).*/\1/p' "$RESULTS/$tag-cdc-pgsy
 rows=$(sed -n 's/.*msg=stopped.* rows=\([0-9]*\).*/\1/p' "$RESULTS/$tag-cdc-pgsync.log" | tail -1)
 read -r cdc_rss_avg cdc_rss_peak cdc_cpu < <(rss_stats "$RESULTS/$tag-cdc-rss.csv")
 if "$PGSYNC" -c "$cfg" verify >"$RESULTS/$tag-verify.txt"; then match=true; else match=false; fi
-go run "$root/scripts/plot" -rss "$RESULTS/$tag-cdc-rss.csv" -log "$RESULTS/$tag-cdc-pgsync.log" \
-  -title "pgsync run, $DATASET dataset, $CLIENTS writers for ${CDC_SECONDS}s" -o "$RESULTS/$tag-cdc.svg"
 
 cat >"$RESULTS/$tag.json" <<JSON
 {

@@ -17,7 +17,6 @@ set -euo pipefail
 source "$(dirname "$0")/bench-lib.sh"
 VALUE_MB=${VALUE_MB:-40}
 bench_setup
-trap 'kill $(jobs -p) 2>/dev/null || true' EXIT
 md5s=$((VALUE_MB * 1024 * 1024 / 16))
 bytea_sql="(SELECT decode(string_agg(md5(random()::text), ''), 'hex') FROM generate_series(1, $md5s))"
 text_sql="(SELECT left(string_agg(md5(random()::text), ''), $VALUE_MB * 1024 * 1024) FROM generate_series(1, $((md5s / 2 + 1))))"

@@ -9,7 +9,6 @@ set -euo pipefail
 source "$(dirname "$0")/bench-lib.sh"
 BIG_ROWS=${BIG_ROWS:-1000000}
 bench_setup
-trap 'kill $(jobs -p) 2>/dev/null || true' EXIT
 
 fresh_db bigtxn
 psql_src bigtxn -c "$TABLES_DDL"
@@ -27,8 +26,6 @@ backend_cpu=$(cpu_delta "$TGT_PORT" "$tgt_c0")
 self_cpu=$(sed -n 's/.*msg=stopped.* cpu_s=\([0-9.]*\).*/\1/p' "$RESULTS/bigtxn-pgsync.log" | tail -1)
 secs=$run_secs rss_avg=$run_rss_avg rss_peak=$run_rss_peak cpu_avg=$run_cpu
 if "$PGSYNC" -c "$cfg" verify >"$RESULTS/bigtxn-verify.txt"; then match=true; else match=false; fi
-go run "$root/scripts/plot" -rss "$RESULTS/bigtxn-pgsync-rss.csv" -log "$RESULTS/bigtxn-pgsync.log" \
-  -title "pgsync run: one transaction of $BIG_ROWS rows" -o "$RESULTS/bigtxn.svg"
 cat >"$RESULTS/bigtxn.json" <<JSON
 {
   "benchmark": "bigtxn",

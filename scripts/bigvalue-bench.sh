@@ -9,7 +9,6 @@ set -euo pipefail
 source "$(dirname "$0")/bench-lib.sh"
 BIG_MB=${BIG_MB:-40}
 bench_setup
-trap 'kill $(jobs -p) 2>/dev/null || true' EXIT
 
 fresh_db bigvalue
 psql_src bigvalue -c "CREATE TABLE big (id int PRIMARY KEY, b bytea, t text)"

@@ -17,7 +17,6 @@ BACKLOG_TXNS=${BACKLOG_TXNS:-5000}
 ROWS=${ROWS:-200000}
 CLIENTS=4
 bench_setup
-trap 'kill $(jobs -p) 2>/dev/null || true' EXIT
 start_latency_proxy
 
 echo "catchup-bench: fresh databases, $ROWS rows a table"
@@ -123,8 +122,6 @@ if "$PGSYNC" -c "$RESULTS/catchup-native.toml" verify >"$RESULTS/catchup-native-
 drop_subscription catchup_native native_catchup
 psql_src catchup -c "SELECT pg_drop_replication_slot('native_catchup')" >/dev/null
 
-go run "$root/scripts/plot" -rss "$RESULTS/catchup-pgsync-rss.csv" -log "$RESULTS/catchup-pgsync.log" \
-  -title "pgsync catch-up: $committed transactions backlog" -o "$RESULTS/catchup.svg"
 
 cat >"$RESULTS/catchup.json" <<JSON
 {

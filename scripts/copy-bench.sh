@@ -22,7 +22,7 @@ TABLES=${TABLES:-1}
 COMPARE=${COMPARE:-1}
 bench_setup
 reset_wal() { for p in "$SRC_PORT" "$TGT_PORT"; do "$bindir/psql" -X -q -U postgres -h 127.0.0.1 -p "$p" -d postgres -c "ALTER SYSTEM RESET max_wal_size" -c "SELECT pg_reload_conf()" >/dev/null || true; done; }
-trap 'kill $(jobs -p) 2>/dev/null || true; reset_wal' EXIT
+BENCH_ON_EXIT=reset_wal
 for p in "$SRC_PORT" "$TGT_PORT"; do
   "$bindir/psql" -X -q -U postgres -h 127.0.0.1 -p "$p" -d postgres -c "ALTER SYSTEM SET max_wal_size = '8GB'" -c "SELECT pg_reload_conf()" >/dev/null
 done

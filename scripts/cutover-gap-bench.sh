@@ -17,7 +17,7 @@ SCALES=${SCALES:-"6 60"}
 RATE=${RATE:-300}
 LOAD_S=${LOAD_S:-20}
 bench_setup
-trap 'kill $(jobs -p) 2>/dev/null || true; psql_src postgres -c "DROP ROLE IF EXISTS bench_app" >/dev/null 2>&1 || true' EXIT
+BENCH_ON_EXIT='psql_src postgres -c "DROP ROLE IF EXISTS bench_app" >/dev/null 2>&1'
 
 results=()
 for scale in $SCALES; do

@@ -14,7 +14,6 @@ set -euo pipefail
 source "$(dirname "$0")/bench-lib.sh"
 ROWS=${ROWS:-4000000}
 bench_setup
-trap 'kill $(jobs -p) 2>/dev/null || true' EXIT
 
 DB=freeze_source # FREEZE is a keyword: no database is named so
 fresh_db $DB

@@ -11,7 +11,7 @@ ROUNDS=${ROUNDS:-2}
 bench_setup
 rows=$(val_src bench "SELECT count(*) FROM bench_a")
 psql_tgt postgres -c "DROP DATABASE IF EXISTS pk_bench WITH (FORCE)" -c "CREATE DATABASE pk_bench" >/dev/null
-trap 'psql_tgt postgres -c "DROP DATABASE IF EXISTS pk_bench WITH (FORCE)" >/dev/null 2>&1 || true' EXIT
+BENCH_ON_EXIT='psql_tgt postgres -c "DROP DATABASE IF EXISTS pk_bench WITH (FORCE)" >/dev/null 2>&1'
 cols="(id bigint NOT NULL, customer text NOT NULL, qty int NOT NULL, price numeric(12,2), created timestamptz NOT NULL, note text)"
 load() { # load TABLE: binary COPY of bench_a into TABLE
   psql_src bench -c "COPY bench_a TO STDOUT (FORMAT binary)" | psql_tgt pk_bench -c "COPY $1 FROM STDIN (FORMAT binary)"

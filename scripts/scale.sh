@@ -9,7 +9,6 @@ WORKERS=${WORKERS:-5 10 20}
 SCALE_SECONDS=${SCALE_SECONDS:-60}
 ROWS=${ROWS:-20000}
 bench_setup
-trap 'kill $(jobs -p) 2>/dev/null || true' EXIT
 
 results=()
 for n in $WORKERS; do

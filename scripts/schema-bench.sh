@@ -23,7 +23,7 @@ fi
 PGCOPYDB_VERSION=$(pgcopydb --version 2>&1 | grep -o 'pgcopydb version [^ ]*' | head -1 | awk '{print $3}')
 work=$(mktemp -d)
 reset_wal() { for p in "$SRC_PORT" "$TGT_PORT"; do "$bindir/psql" -X -q -U postgres -h 127.0.0.1 -p "$p" -d postgres -c "ALTER SYSTEM RESET max_wal_size" -c "SELECT pg_reload_conf()" >/dev/null || true; done; }
-trap 'kill $(jobs -p) 2>/dev/null || true; reset_wal; rm -rf "$work"' EXIT
+BENCH_ON_EXIT='reset_wal; rm -rf "$work"'
 for p in "$SRC_PORT" "$TGT_PORT"; do
   "$bindir/psql" -X -q -U postgres -h 127.0.0.1 -p "$p" -d postgres -c "ALTER SYSTEM SET max_wal_size = '8GB'" -c "SELECT pg_reload_conf()" >/dev/null
 done

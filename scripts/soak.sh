@@ -5,7 +5,7 @@
 # prepared on the target (pgsync's progress lines). Then the target must
 # equal the source. Then SOAK_IDLE_MINUTES (default 10) of writes only to an
 # unpublished table: the WAL the slot retains must stay under 16 MB.
-# Writes bench-results/soak.json, soak-*.csv, soak.log and soak.svg.
+# Writes bench-results/soak.json, soak-*.csv and soak.log.
 set -euo pipefail
 export PGSYNC_PG_DIR=${PGSYNC_PG_DIR:-/tmp/pgsync-soak-pg}
 export PGSYNC_SOURCE_PORT=${PGSYNC_SOURCE_PORT:-60432}
@@ -17,7 +17,7 @@ RATE=${SOAK_RATE:-200}
 ROWS=${SOAK_ROWS:-200000}
 bench_setup
 built_at=$(cd "$root" && git rev-parse --short HEAD) # the commit of the pgsync that runs
-trap 'kill $(jobs -p) 2>/dev/null || true; bash "$root/scripts/local-pg.sh" destroy >/dev/null 2>&1 || true' EXIT
+BENCH_ON_EXIT='bash "$root/scripts/local-pg.sh" destroy >/dev/null 2>&1'
 
 DB=soak
 fresh_db $DB
@@ -77,8 +77,6 @@ max_retained_idle_settled=$(awk -F, -v a="$t_idle" -v b="$t_end" 'NR > 1 && $1 >
 prepared_max=$(grep -o 'prepared_statements=[0-9]*' "$RESULTS/soak.log" | cut -d= -f2 | sort -n | tail -1)
 prepared_last=$(grep -o 'prepared_statements=[0-9]*' "$RESULTS/soak.log" | cut -d= -f2 | tail -1)
 cpu_avg=$(rss_stats "$RESULTS/soak-rss.csv" | awk '{print $3}')
-go run "$root/scripts/plot" -rss "$RESULTS/soak-rss.csv" -log "$RESULTS/soak.log" \
-  -title "pgsync run: ${MINUTES} min at ${RATE} txn/s, then ${IDLE_MINUTES} idle min" -o "$RESULTS/soak.svg"
 cat >"$RESULTS/soak.json" <<JSON
 {
   "benchmark": "soak",

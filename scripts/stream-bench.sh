@@ -14,7 +14,6 @@ source "$(dirname "$0")/bench-lib.sh"
 SIZES=${SIZES:-"1000000 5000000"}
 RUNS=${RUNS:-1}
 bench_setup
-trap 'kill $(jobs -p) 2>/dev/null || true' EXIT
 
 # walsender_pid APPLICATION_NAME
 walsender_pid() { val_src postgres "SELECT pid FROM pg_stat_replication WHERE application_name = '$1'"; }

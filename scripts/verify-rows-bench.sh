@@ -10,7 +10,6 @@ set -euo pipefail
 source "$(dirname "$0")/bench-lib.sh"
 ROWS=${ROWS:-10000000}
 bench_setup
-trap 'kill $(jobs -p) 2>/dev/null || true' EXIT
 fresh_db vrows
 echo "verify-rows-bench: loading $ROWS rows"
 psql_src vrows <<SQL
