@@ -1,25 +1,23 @@
 #!/usr/bin/env bash
 # Every benchmark behind docs/benchmarks.md, one after the other, at the
 # commit checked out, then the pages themselves (scripts/bench).
-# About an hour on a 2-core machine; needs ~45 GB free for the 10 GB copy.
+# About 75 minutes on a 2-core machine; needs ~45 GB free for the 10 GB copy.
 # Run it on an idle machine: every figure is a ratio between contenders
 # measured minutes apart, and anything else running skews them.
 #   bash scripts/bench-all.sh
 # BEFORE_COPY_RUNS names the commit the COPY-runs comparison runs against
 # (the last one that applied long INSERT runs as multi-row INSERTs).
 set -euo pipefail
-root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-cd "$root"
-R=${RESULTS:-$root/bench-results}
+source "$(dirname "$0")/bench-lib.sh"
+orchestrate bench-all
+R=$RESULTS
 BEFORE_COPY_RUNS=${BEFORE_COPY_RUNS:-2ba6cfc}
-if [ -n "$(git status --porcelain -- . ':!bench-results')" ]; then
-  echo "bench-all: the working tree has changes; commit them so the figures name the code" >&2
-  exit 2
-fi
-step() { echo "bench-all: $(date -u +%H:%M:%S) $*"; }
 
 step "hot path against bfb5f65"
 RESULTS=$R bash scripts/hotpath-bench.sh >/dev/null
+
+step "the whole move under load (pgsync, native, pgcopydb --follow)"
+(cd scripts/bench && go run ./harness -root ../.. move -out "$R/move")
 
 for ds in 100MB 1GB; do
   step "bench.sh DATASET=$ds"

@@ -270,6 +270,50 @@ native_subscribe() {
   wait_for 3600 "native initial copy" native_ready "$tdb"
 }
 
+# fresh_job NAME DDL: database NAME made anew on both clusters, DDL run on
+# the source, and a job of the same name over it, configured in
+# $RESULTS/NAME.toml (cfg) and bootstrapped (its log in
+# $RESULTS/NAME-bootstrap.log).
+fresh_job() {
+  fresh_db "$1"
+  psql_src "$1" -c "$2"
+  cfg=$RESULTS/$1.toml
+  write_config "$cfg" "$1" "$1" "$1"
+  "$PGSYNC" -c "$cfg" bootstrap >/dev/null 2>"$RESULTS/$1-bootstrap.log"
+}
+
+# timed_native SRC_DB TGT_DB NAME CMD...: runs CMD, which subscribes NAME
+# and waits for its copy, and sets native_secs, native_src_cpu and
+# native_tgt_cpu from it; then drops the subscription, its slot and the
+# publication NAME.
+timed_native() {
+  local sdb=$1 tdb=$2 name=$3 s0 g0 t0 t1
+  shift 3
+  s0=$(children_cpu "$SRC_PORT") g0=$(children_cpu "$TGT_PORT")
+  t0=$(now)
+  "$@"
+  t1=$(now)
+  native_secs=$(elapsed "$t0" "$t1")
+  sleep 0.5
+  native_src_cpu=$(cpu_delta "$SRC_PORT" "$s0") native_tgt_cpu=$(cpu_delta "$TGT_PORT" "$g0")
+  drop_subscription "$tdb" "$name"
+  psql_src "$sdb" -c "SELECT pg_drop_replication_slot('$name')" -c "DROP PUBLICATION $name" >/dev/null
+}
+
+# orchestrate NAME: a script that runs other bench scripts, whose figures
+# name the commit, refuses a working tree with changes (bench-results/
+# aside), and works from the repository's root.
+orchestrate() {
+  if [ -n "$(cd "$root" && git status --porcelain -- . ':!bench-results')" ]; then
+    echo "$1: the working tree has changes; commit them so the figures name the code" >&2
+    exit 2
+  fi
+  cd "$root"
+}
+
+# step MESSAGE: a timestamped progress line of an orchestrating script.
+step() { echo "$(basename "$0" .sh): $(date -u +%H:%M:%S) $*"; }
+
 # drop_subscription TGT_DB NAME: drops subscription NAME on the target,
 # leaving its slot on the source to the caller.
 drop_subscription() {

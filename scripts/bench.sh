@@ -57,15 +57,7 @@ pipe_secs=$(elapsed "$t0" "$t1")
 settle bench
 
 echo "bench: native subscription initial copy"
-s0=$(children_cpu "$SRC_PORT") g0=$(children_cpu "$TGT_PORT")
-t0=$(now)
-native_subscribe bench bench_native native_bench
-t1=$(now)
-native_secs=$(elapsed "$t0" "$t1")
-sleep 0.5
-native_src_cpu=$(cpu_delta "$SRC_PORT" "$s0") native_tgt_cpu=$(cpu_delta "$TGT_PORT" "$g0")
-drop_subscription bench_native native_bench
-psql_src bench -c "SELECT pg_drop_replication_slot('native_bench')" -c "DROP PUBLICATION native_bench" >/dev/null
+timed_native bench bench_native native_bench native_subscribe bench bench_native native_bench
 settle bench
 
 echo "bench: pgsync run while $CLIENTS writers commit for ${CDC_SECONDS}s"

@@ -10,11 +10,7 @@ source "$(dirname "$0")/bench-lib.sh"
 BIG_ROWS=${BIG_ROWS:-1000000}
 bench_setup
 
-fresh_db bigtxn
-psql_src bigtxn -c "$TABLES_DDL"
-cfg=$RESULTS/bigtxn.toml
-write_config "$cfg" bigtxn bigtxn bigtxn
-"$PGSYNC" -c "$cfg" bootstrap >/dev/null 2>"$RESULTS/bigtxn-bootstrap.log"
+fresh_job bigtxn "$TABLES_DDL"
 echo "bigtxn-bench: one transaction of $BIG_ROWS rows"
 psql_src bigtxn -c "INSERT INTO bench_a SELECT g, 'customer-' || g, g % 1000, g / 7.0, now(), repeat(md5(g::text), 2) FROM generate_series(1, $BIG_ROWS) g"
 settle bigtxn

@@ -10,11 +10,7 @@ source "$(dirname "$0")/bench-lib.sh"
 BIG_MB=${BIG_MB:-40}
 bench_setup
 
-fresh_db bigvalue
-psql_src bigvalue -c "CREATE TABLE big (id int PRIMARY KEY, b bytea, t text)"
-cfg=$RESULTS/bigvalue.toml
-write_config "$cfg" bigvalue bigvalue bigvalue
-"$PGSYNC" -c "$cfg" bootstrap >/dev/null 2>"$RESULTS/bigvalue-bootstrap.log"
+fresh_job bigvalue "CREATE TABLE big (id int PRIMARY KEY, b bytea, t text)"
 # Random values, so that TOAST compression does not shrink them.
 md5s=$((BIG_MB * 1024 * 1024 / 16))
 echo "bigvalue-bench: ${BIG_MB} MB bytea and ${BIG_MB} MB text, inserted then updated"

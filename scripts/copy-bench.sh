@@ -103,16 +103,11 @@ if [ "$COMPARE" = 1 ]; then
   psql_tgt copy_native -c "$DDL"
   psql_src copysrc -c "CREATE PUBLICATION native_copy FOR TABLE $(echo $names | tr ' ' ',')"
   settle_copy
-  s0=$(children_cpu "$SRC_PORT") g0=$(children_cpu "$TGT_PORT")
-  t0=$(now)
-  psql_tgt copy_native -c "CREATE SUBSCRIPTION native_copy CONNECTION 'host=127.0.0.1 port=$SRC_PORT dbname=copysrc user=postgres' PUBLICATION native_copy WITH (copy_data = true)"
-  wait_for 3600 "native initial copy" bash -c "[ \"\$($bindir/psql -X -Atq -U postgres -h 127.0.0.1 -p $TGT_PORT -d copy_native -c \"SELECT count(*) FILTER (WHERE srsubstate = 'r') FROM pg_subscription_rel\")\" = $TABLES ]"
-  t1=$(now)
-  native_secs=$(elapsed "$t0" "$t1")
-  sleep 0.5
-  native_src_cpu=$(cpu_delta "$SRC_PORT" "$s0") native_tgt_cpu=$(cpu_delta "$TGT_PORT" "$g0")
-  drop_subscription copy_native native_copy
-  psql_src copysrc -c "SELECT pg_drop_replication_slot('native_copy')" -c "DROP PUBLICATION native_copy" >/dev/null
+  subscribe_copy() {
+    psql_tgt copy_native -c "CREATE SUBSCRIPTION native_copy CONNECTION 'host=127.0.0.1 port=$SRC_PORT dbname=copysrc user=postgres' PUBLICATION native_copy WITH (copy_data = true)"
+    wait_for 3600 "native initial copy" bash -c "[ \"\$($bindir/psql -X -Atq -U postgres -h 127.0.0.1 -p $TGT_PORT -d copy_native -c \"SELECT count(*) FILTER (WHERE srsubstate = 'r') FROM pg_subscription_rel\")\" = $TABLES ]"
+  }
+  timed_native copysrc copy_native native_copy subscribe_copy
   psql_tgt postgres -c "DROP DATABASE copy_native WITH (FORCE)" >/dev/null
 fi
 

@@ -14,15 +14,10 @@
 # About 35 minutes on a 2-core machine. Run it on an idle machine.
 #   bash scripts/speed-bench.sh
 set -euo pipefail
-root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-cd "$root"
-R=${RESULTS:-$root/bench-results}
+source "$(dirname "$0")/bench-lib.sh"
+orchestrate speed-bench
+R=$RESULTS
 BASE=${BASE:-28d8e87}
-if [ -n "$(git status --porcelain -- . ':!bench-results')" ]; then
-  echo "speed-bench: the working tree has changes; commit them so the figures name the code" >&2
-  exit 2
-fi
-step() { echo "speed-bench: $(date -u +%H:%M:%S) $*"; }
 base=$(mktemp -d)
 trap 'git worktree remove --force "$base/src" 2>/dev/null || true; rm -rf "$base"' EXIT
 git worktree add -q --detach "$base/src" "$BASE"
