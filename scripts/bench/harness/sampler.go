@@ -127,21 +127,9 @@ func (s *sampler) waitReady(ctx context.Context, timeout time.Duration) (ready, 
 		s.mu.Lock()
 		taken, failure := s.taken, s.failure
 		s.mu.Unlock()
-		copied, start := -1.0, -1.0
-		for _, x := range taken {
-			if x.copied && copied < 0 {
-				copied = x.T
-			}
-			if !x.copied || x.LagSeconds == nil || *x.LagSeconds >= readyLag.Seconds() {
-				start = -1
-				continue
-			}
-			if start < 0 {
-				start = x.T
-			}
-			if x.T-start >= hold.Seconds() {
-				return start, copied, "", nil
-			}
+		start, copied, ok := readyIn(taken)
+		if ok {
+			return start, copied, "", nil
 		}
 		if failure != nil {
 			return 0, copied, failure.Error(), nil
@@ -158,4 +146,28 @@ func (s *sampler) waitReady(ctx context.Context, timeout time.Duration) (ready, 
 			return 0, copied, fmt.Sprintf("not ready within %s (%s, %s)", timeout, state, last), nil
 		}
 	}
+}
+
+// readyIn decides readiness from the samples taken so far: ready is the
+// first sample of a stretch of at least hold in which the tool had copied
+// every table and every lag was under readyLag; copied is the first sample
+// where the tool had copied every table (-1: none).
+func readyIn(taken []sampled) (ready, copied float64, ok bool) {
+	copied, start := -1.0, -1.0
+	for _, x := range taken {
+		if x.copied && copied < 0 {
+			copied = x.T
+		}
+		if !x.copied || x.LagSeconds == nil || *x.LagSeconds >= readyLag.Seconds() {
+			start = -1
+			continue
+		}
+		if start < 0 {
+			start = x.T
+		}
+		if x.T-start >= hold.Seconds() {
+			return start, copied, true
+		}
+	}
+	return 0, copied, false
 }
