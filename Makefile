@@ -1,7 +1,11 @@
 # pgsync: see README.md. `make test` and `make demo` install PostgreSQL 15
 # when it is missing (Debian: apt-get), so they work on a fresh machine.
 GO      ?= go
-VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+# The version names the commit; "-dirty" when code differs from it, not
+# when only benchmark results and the pages made of them do (make bench
+# rewrites them between its builds).
+VERSION ?= $(shell v=$$(git describe --tags --always 2>/dev/null || echo dev); \
+  [ -z "$$(git status --porcelain -- . ':!bench-results' ':!docs/benchmarks.md' ':!docs/benchmarks-details.md' ':!docs/img/benchmarks' 2>/dev/null)" ] || v=$$v-dirty; echo $$v)
 LDFLAGS := -X github.com/pgsync/pgsync/cmd.Version=$(VERSION)
 # The integration tests' own clusters, apart from the ones of `make demo`.
 TEST_PG_DIR ?= /tmp/pgsync-test-pg

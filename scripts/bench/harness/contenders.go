@@ -18,8 +18,9 @@ import (
 
 // pgsyncMove is pgsync: bootstrap, then run, then cutover --lock-source.
 type pgsyncMove struct {
-	b   *bench
-	dir string
+	b      *bench
+	dir    string
+	tuning string // the [tuning] section's keys, if any
 
 	mu                  sync.Mutex
 	bootstrap, run, cut *process
@@ -32,6 +33,9 @@ var pgsyncEnv = []string{"PGSYNC_LOG_FORMAT=text"}
 func (p *pgsyncMove) begin(ctx context.Context) error {
 	cfg := fmt.Sprintf("[source]\nurl = %q\n[target]\nurl = %q\n[job]\nname = %q\ntables = [\"public.*\"]\n",
 		url(sourcePort, moveDB), url(targetPort, moveDB), moveDB)
+	if p.tuning != "" {
+		cfg += "[tuning]\n" + p.tuning + "\n"
+	}
 	if err := os.WriteFile(p.config(), []byte(cfg), 0o600); err != nil {
 		return err
 	}

@@ -43,6 +43,9 @@ type moveConfig struct {
 	contenders        []string
 	timeout           time.Duration
 	out               string
+	// tuning is pgsync's [tuning] section, for experiments ("" in make
+	// bench: the defaults).
+	tuning string
 }
 
 func moveMain(ctx context.Context, root string, args []string) error {
@@ -55,6 +58,7 @@ func moveMain(ctx context.Context, root string, args []string) error {
 	fs.StringVar(&contenders, "contenders", "pgsync,native,pgcopydb", "who moves the database")
 	fs.DurationVar(&c.timeout, "timeout", 90*time.Second, "a contender not ready after this long is reported not ready")
 	fs.StringVar(&c.out, "out", "", "the result's directory (default bench-results/move)")
+	fs.StringVar(&c.tuning, "tuning", "", `pgsync's [tuning] keys, for an experiment (e.g. "copy_range_mb = 0")`)
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -265,10 +269,12 @@ type contender interface {
 	end(ctx context.Context) error
 }
 
-var contenderSteps = map[string]func(b *bench, dir string) contender{
-	"pgsync":   func(b *bench, dir string) contender { return &pgsyncMove{b: b, dir: dir} },
-	"native":   func(b *bench, dir string) contender { return &nativeMove{b: b, dir: dir} },
-	"pgcopydb": func(b *bench, dir string) contender { return &pgcopydbMove{b: b, dir: dir} },
+var contenderSteps = map[string]func(b *bench, c moveConfig, dir string) contender{
+	"pgsync": func(b *bench, c moveConfig, dir string) contender {
+		return &pgsyncMove{b: b, dir: dir, tuning: c.tuning}
+	},
+	"native":   func(b *bench, _ moveConfig, dir string) contender { return &nativeMove{b: b, dir: dir} },
+	"pgcopydb": func(b *bench, _ moveConfig, dir string) contender { return &pgcopydbMove{b: b, dir: dir} },
 }
 
 // sampled is a sample with what the harness decides readiness from and
@@ -296,7 +302,7 @@ func (b *bench) moveOnce(ctx context.Context, c moveConfig, name string, run int
 	if err := runSQL(ctx, sourcePort, moveDB, "CHECKPOINT"); err != nil {
 		return r, err
 	}
-	tool := contenderSteps[name](b, dir)
+	tool := contenderSteps[name](b, c, dir)
 
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
