@@ -44,9 +44,12 @@ type MoveSummary struct {
 	Rows       []MoveRow
 	Phases     []MovePhase
 	VsNative   string // pgsync's median time to ready over native's
-	VsPgcopydb string // over pgcopydb's, or why there is none
-	Met        bool   // at most 0.6x native's
-	GoalLimit  float64
+	VsPgcopydb string // over pgcopydb's, or "–" when it was not ready
+	// PgcopydbRan says pgcopydb was measured; PgcopydbMet that pgsync was
+	// ready sooner (pgcopydb never ready counts as later).
+	PgcopydbRan, PgcopydbMet bool
+	Met                      bool // at most 0.6x native's
+	GoalLimit                float64
 }
 
 // moveGoal is issue 25's goal: pgsync's median time to ready at most 0.6x
@@ -143,13 +146,16 @@ func summarizeMove(m benchres.Move) (MoveSummary, error) {
 	s.Met = Goal{Limit: moveGoal}.Met(q)
 	s.VsPgcopydb = "–"
 	if c, ok := byName["pgcopydb"]; ok {
-		s.VsPgcopydb = "pgcopydb " + c.Ready
+		s.PgcopydbRan = true
+		// pgsync was ready in every run: faster than a peer that was not.
+		s.PgcopydbMet = c.ReadyRuns < c.Runs
 		if c.ReadyRuns == c.Runs {
 			q, err := ratio(pg.ReadyValue, c.ReadyValue)
 			if err != nil {
 				return s, err
 			}
 			s.VsPgcopydb = f2(q)
+			s.PgcopydbMet = q < 1
 		}
 	}
 	// pgsync's phases, by name in the order of its first run.

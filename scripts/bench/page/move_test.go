@@ -51,7 +51,7 @@ func TestSummarizeMove(t *testing.T) {
 	if s.VsNative != "0.52" || !s.Met {
 		t.Errorf("vs native %s met %v, want 0.52 met", s.VsNative, s.Met)
 	}
-	if pc.Ready != "not ready in 3 of 3 runs" || pc.Equal != 0 || !strings.Contains(s.VsPgcopydb, "not ready") {
+	if pc.Ready != "not ready in 3 of 3 runs" || pc.Equal != 0 || s.VsPgcopydb != "–" || !s.PgcopydbMet {
 		t.Errorf("pgcopydb %+v, vs %s", pc, s.VsPgcopydb)
 	}
 	if len(s.Phases) != 1 || s.Phases[0].Value != 2 {
