@@ -194,6 +194,15 @@ func drawMoveCharts(save func(pl *plot.Plot, name, alt, caption string, w, h vg.
 			order = append(order, r.Contender)
 		}
 	}
+	// The charts end 10 s after the last contender that became ready did:
+	// one never ready would stretch them to its timeout and flatten the
+	// rest (its figures are in the per-run table).
+	end := 0.0
+	for _, r := range first {
+		if r.ReadySeconds != nil {
+			end = max(end, *r.ReadySeconds+10)
+		}
+	}
 	type series struct {
 		title, file, alt, caption, unit string
 		points                          func(r benchres.MoveRun) plotter.XYs
@@ -202,7 +211,7 @@ func drawMoveCharts(save func(pl *plot.Plot, name, alt, caption string, w, h vg.
 		{
 			title: "Lag of the target behind the source during the whole move", file: "move-lag.png", unit: "seconds behind (heartbeat)",
 			alt:     "seconds the target is behind the source over time, per contender",
-			caption: "The target's lag, from the heartbeat row the harness updates on the source every 0.1 s, over each contender's first run (`move.json`). A line starts when the target first holds the heartbeat; ready for cutover is when it stays under 1 s.",
+			caption: "The target's lag, from the heartbeat row the harness updates on the source every 0.1 s, over each contender's first run (`move.json`), until 10 s after the last one ready. A line starts when the target first holds the heartbeat; ready for cutover is when it stays under 1 s.",
 			points: func(r benchres.MoveRun) plotter.XYs {
 				var xy plotter.XYs
 				for _, s := range r.Samples {
@@ -216,7 +225,7 @@ func drawMoveCharts(save func(pl *plot.Plot, name, alt, caption string, w, h vg.
 		{
 			title: "Copy rate into the target during the whole move", file: "move-copy-rate.png", unit: "MB/s written into the target database",
 			alt:     "MB per second the target database grows by, over time, per contender",
-			caption: "How fast the target database grew (`pg_database_size`, in steps of 1 s), over each contender's first run (`move.json`): the copy, then the indexes it builds.",
+			caption: "How fast the target database grew (`pg_database_size`, in steps of 1 s), over each contender's first run (`move.json`), until 10 s after the last one ready: the copy, then the indexes it builds.",
 			points: func(r benchres.MoveRun) plotter.XYs {
 				var xy plotter.XYs
 				step := max(1, int(1/r.SampleSeconds))
@@ -232,7 +241,7 @@ func drawMoveCharts(save func(pl *plot.Plot, name, alt, caption string, w, h vg.
 		{
 			title: "The tool's memory during the whole move", file: "move-memory.png", unit: "MB resident (RssAnon)",
 			alt:     "the tool's anonymous resident memory over time, per contender",
-			caption: "The anonymous resident memory of each tool's processes (pgsync's, pgcopydb's with its children, the native subscriber's workers), over each contender's first run (`move.json`).",
+			caption: "The anonymous resident memory of each tool's processes (pgsync's, pgcopydb's with its children, the native subscriber's workers), over each contender's first run (`move.json`), until 10 s after the last one ready.",
 			points: func(r benchres.MoveRun) plotter.XYs {
 				var xy plotter.XYs
 				for _, s := range r.Samples {
@@ -247,8 +256,15 @@ func drawMoveCharts(save func(pl *plot.Plot, name, alt, caption string, w, h vg.
 		pl.X.Label.Text = "seconds from the start"
 		pl.Y.Label.Text = c.unit
 		pl.Add(plotter.NewGrid())
+		top := 0.0
 		for i, name := range order {
-			xy := c.points(first[name])
+			var xy plotter.XYs
+			for _, p := range c.points(first[name]) {
+				if end == 0 || p.X <= end {
+					xy = append(xy, p)
+					top = max(top, p.Y)
+				}
+			}
 			if len(xy) == 0 {
 				continue
 			}
@@ -263,6 +279,10 @@ func drawMoveCharts(save func(pl *plot.Plot, name, alt, caption string, w, h vg.
 		}
 		pl.Legend.Top = true
 		pl.Y.Min = 0
+		pl.Y.Max = top * 1.35 // room for the legend above the lines
+		if end > 0 {
+			pl.X.Max = end
+		}
 		if err := save(pl, c.file, c.alt, c.caption, 7*vg.Inch, 3.5*vg.Inch); err != nil {
 			return err
 		}
