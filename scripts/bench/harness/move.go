@@ -116,9 +116,8 @@ func moveMain(ctx context.Context, root string, args []string) error {
 }
 
 // dropMove drops what the move left on both clusters, its database most
-// of all: make bench's next scripts run on the same clusters, and a 1 GB
-// database that autovacuum then works on doubled their times (at 4dafe4e
-// the catch-up's floor took 4.2 s instead of 1.8 s after it).
+// of all: make bench's next scripts run on the same clusters, which should
+// not hold a 1 GB database for autovacuum to work on meanwhile.
 func (b *bench) dropMove(ctx context.Context) error {
 	if err := b.resetMove(ctx); err != nil {
 		return err
