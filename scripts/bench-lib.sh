@@ -311,6 +311,15 @@ orchestrate() {
   cd "$root"
 }
 
+# need NAME...: each named variable holds a measurement; a missing one ends
+# the script, naming it (a zero in its place would be a figure).
+need() {
+  local v
+  for v in "$@"; do
+    [ -n "${!v:-}" ] || { echo "$(basename "$0"): no measurement for $v" >&2; exit 1; }
+  done
+}
+
 # step MESSAGE: a timestamped progress line of an orchestrating script.
 step() { echo "$(basename "$0" .sh): $(date -u +%H:%M:%S) $*"; }
 

@@ -82,6 +82,7 @@ rows=$(sed -n 's/.*msg=stopped.* rows=\([0-9]*\).*/\1/p' "$RESULTS/$tag-cdc-pgsy
 read -r cdc_rss_avg cdc_rss_peak cdc_cpu < <(rss_stats "$RESULTS/$tag-cdc-rss.csv")
 if "$PGSYNC" -c "$cfg" verify >"$RESULTS/$tag-verify.txt"; then match=true; else match=false; fi
 
+need copy_bytes offered txns rows
 cat >"$RESULTS/$tag.json" <<JSON
 {
   "benchmark": "bench",
@@ -92,8 +93,8 @@ $(env_json),
   "source_bytes_on_disk": $source_bytes,
   "snapshot": {
     "pgsync_seconds": $snap_secs,
-    "copy_bytes": ${copy_bytes:-0},
-    "pgsync_mb_per_s": $(ratio "$(awk -v b="${copy_bytes:-0}" 'BEGIN {print b / 1e6}')" "$snap_secs"),
+    "copy_bytes": ${copy_bytes},
+    "pgsync_mb_per_s": $(ratio "$(awk -v b="${copy_bytes}" 'BEGIN {print b / 1e6}')" "$snap_secs"),
     "pgsync_rss_avg_mb": $snap_rss_avg,
     "pgsync_rss_peak_mb": $snap_rss_peak,
     "pgsync_cpu_avg_pct": $snap_cpu,
@@ -107,11 +108,11 @@ $(env_json),
   "cdc": {
     "seconds": $CDC_SECONDS,
     "writers": $CLIENTS,
-    "transactions_committed": ${offered:-0},
-    "transactions_applied": ${txns:-0},
-    "rows_applied": ${rows:-0},
-    "txn_per_s": $(ratio "${txns:-0}" "$CDC_SECONDS"),
-    "rows_per_s": $(ratio "${rows:-0}" "$CDC_SECONDS"),
+    "transactions_committed": ${offered},
+    "transactions_applied": ${txns},
+    "rows_applied": ${rows},
+    "txn_per_s": $(ratio "${txns}" "$CDC_SECONDS"),
+    "rows_per_s": $(ratio "${rows}" "$CDC_SECONDS"),
     "drain_seconds_after_writers_stop": $drain_secs,
     "rss_avg_mb": $cdc_rss_avg,
     "rss_peak_mb": $cdc_rss_peak,

@@ -123,6 +123,7 @@ drop_subscription catchup_native native_catchup
 psql_src catchup -c "SELECT pg_drop_replication_slot('native_catchup')" >/dev/null
 
 
+need txns_applied rows_applied
 cat >"$RESULTS/catchup.json" <<JSON
 {
   "benchmark": "catchup",
@@ -133,10 +134,10 @@ $(env_json),
   "wal_bytes": $wal_bytes,
   "pgsync": {
     "seconds": $pg_secs,
-    "transactions_applied": ${txns_applied:-0},
-    "row_ops_applied": ${rows_applied:-0},
-    "txn_per_s": $(ratio "${txns_applied:-0}" "$pg_secs"),
-    "row_ops_per_s": $(ratio "${rows_applied:-0}" "$pg_secs"),
+    "transactions_applied": ${txns_applied},
+    "row_ops_applied": ${rows_applied},
+    "txn_per_s": $(ratio "${txns_applied}" "$pg_secs"),
+    "row_ops_per_s": $(ratio "${rows_applied}" "$pg_secs"),
     "wal_mb_per_s": $(ratio "$(awk -v b="$wal_bytes" 'BEGIN {print b / 1e6}')" "$pg_secs"),
     "rss_avg_mb": $rss_avg,
     "rss_peak_mb": $rss_peak,

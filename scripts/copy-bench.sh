@@ -66,12 +66,13 @@ max_parallel_copies = $n" write_config "$cfg" "copy$n" copysrc "copy_$n"
   src_cpu=$(cpu_delta "$SRC_PORT" "$s0") tgt_cpu=$(cpu_delta "$TGT_PORT" "$g0")
   bytes=$(sed -n 's/.*msg="bootstrap done".* bytes=\([0-9]*\).*/\1/p' "$RESULTS/copy-$n-bootstrap.log")
   parts=$(sed -n 's/.*msg="table copied".* parts=\([0-9]*\).*/\1/p' "$RESULTS/copy-$n-bootstrap.log" | awk '{ s += $1 } END { print s + 0 }')
+  need bytes parts
   if "$PGSYNC" -c "$cfg" verify >"$RESULTS/copy-$n-verify.txt"; then match=true; else match=false; fi
   "$PGSYNC" -c "$cfg" teardown >/dev/null 2>&1
   psql_tgt postgres -c "DROP DATABASE copy_$n WITH (FORCE)" >/dev/null
   runs="$runs${runs:+,}
-    {\"streams\": $n, \"seconds\": $run_secs, \"copy_bytes\": ${bytes:-0}, \"parts\": ${parts:-0},
-     \"mb_per_s\": $(ratio "$(awk -v b="${bytes:-0}" 'BEGIN {print b / 1e6}')" "$run_secs"),
+    {\"streams\": $n, \"seconds\": $run_secs, \"copy_bytes\": ${bytes}, \"parts\": ${parts},
+     \"mb_per_s\": $(ratio "$(awk -v b="${bytes}" 'BEGIN {print b / 1e6}')" "$run_secs"),
      \"rss_avg_mb\": $run_rss_avg, \"rss_peak_mb\": $run_rss_peak, \"pgsync_cpu_avg_pct\": $run_cpu,
      \"source_cpu_seconds\": $src_cpu, \"target_cpu_seconds\": $tgt_cpu, \"hashes_match\": $match}"
   eval "secs_$n=$run_secs"

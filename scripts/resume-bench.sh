@@ -55,6 +55,7 @@ psql_src resume -c "UPDATE t3 SET v = 2 WHERE id <= 1000; INSERT INTO t4 VALUES 
 verify=fail
 if "$PGSYNC" -c "$work/resume.toml" verify >"$RESULTS/resume-verify.txt" 2>&1; then verify=identical; fi
 echo "verify: $verify"
+need rows_at_kill
 cat >"$RESULTS/resume.json" <<JSON
 {
   "command": "bash scripts/resume-bench.sh (ROWS=$ROWS)",
@@ -62,7 +63,7 @@ cat >"$RESULTS/resume.json" <<JSON
   "rows_per_table": $ROWS,
   "full_bootstrap_s": $full_s,
   "tables_copied_at_kill": $copied_at_kill,
-  "target_rows_at_kill": ${rows_at_kill:-0},
+  "target_rows_at_kill": ${rows_at_kill},
   "rerun_s": $rerun_s,
   "tables_copied_by_rerun": $recopied,
   "rerun_over_full": $(ratio "$rerun_s" "$full_s"),

@@ -63,7 +63,8 @@ SQL
   read -r per_avg per_peak <<<"$per"
   read -r agg_avg agg_peak <<<"$agg"
   echo "scale: $n jobs, $consistent consistent, per-process RSS avg $per_avg MB peak $per_peak MB, aggregate avg $agg_avg MB peak $agg_peak MB"
-  results+=("{\"workers\": $n, \"jobs_consistent\": $consistent, \"transactions_committed\": ${committed:-0}, \"per_process_rss_avg_mb\": $per_avg, \"per_process_rss_peak_mb\": $per_peak, \"aggregate_rss_avg_mb\": $agg_avg, \"aggregate_rss_peak_mb\": $agg_peak}")
+  need committed
+  results+=("{\"workers\": $n, \"jobs_consistent\": $consistent, \"transactions_committed\": ${committed}, \"per_process_rss_avg_mb\": $per_avg, \"per_process_rss_peak_mb\": $per_peak, \"aggregate_rss_avg_mb\": $agg_avg, \"aggregate_rss_peak_mb\": $agg_peak}")
   for i in $(seq 1 "$n"); do "$PGSYNC" -c "$RESULTS/scale-job$i.toml" teardown >/dev/null; done
 done
 

@@ -85,12 +85,13 @@ for ds in $DATASETS; do
   c_secs=$(elapsed "$t0" "$(now)")
   c_rows=$(val_tgt schema_c "SELECT sum(n) FROM (SELECT count(*) AS n FROM bench_a $( [ "$ds" = 2 ] && echo 'UNION ALL SELECT count(*) FROM bench_b')) x")
   psql_tgt postgres -c "DROP DATABASE schema_c WITH (FORCE)" >/dev/null
+  need c_rows
   echo "  (c) pgcopydb clone: ${c_secs}s ($c_rows rows)"
 
   results="$results${results:+,}
     {\"tables\": $ds, \"rows\": $ROWS, \"schema_then_bootstrap_s\": $a_secs, \"schema_then_bootstrap_identical\": $a_match,
      \"bootstrap_pg_dump_sections_s\": $b_secs, \"bootstrap_pg_dump_sections_identical\": $b_match,
-     \"pgcopydb_clone_s\": $c_secs, \"pgcopydb_rows\": ${c_rows:-0},
+     \"pgcopydb_clone_s\": $c_secs, \"pgcopydb_rows\": ${c_rows},
      \"b_over_a\": $(ratio "$b_secs" "$a_secs"), \"b_over_c\": $(ratio "$b_secs" "$c_secs")}"
 done
 cat >"$RESULTS/schema.json" <<JSON

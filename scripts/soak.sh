@@ -77,6 +77,7 @@ max_retained_idle_settled=$(awk -F, -v a="$t_idle" -v b="$t_end" 'NR > 1 && $1 >
 prepared_max=$(grep -o 'prepared_statements=[0-9]*' "$RESULTS/soak.log" | cut -d= -f2 | sort -n | tail -1)
 prepared_last=$(grep -o 'prepared_statements=[0-9]*' "$RESULTS/soak.log" | cut -d= -f2 | tail -1)
 cpu_avg=$(rss_stats "$RESULTS/soak-rss.csv" | awk '{print $3}')
+need prepared_max prepared_last
 cat >"$RESULTS/soak.json" <<JSON
 {
   "benchmark": "soak",
@@ -90,8 +91,8 @@ $(env_json),
   "cpu_avg_pct": $cpu_avg,
   "max_lag_bytes": $max_lag,
   "reconnects": $reconnects,
-  "prepared_statements_max": ${prepared_max:-0},
-  "prepared_statements_last": ${prepared_last:-0},
+  "prepared_statements_max": ${prepared_max},
+  "prepared_statements_last": ${prepared_last},
   "hashes_match": $match,
   "idle_minutes": $IDLE_MINUTES,
   "idle_max_retained_wal_bytes": $max_retained_idle,
