@@ -13,14 +13,13 @@
 # Writes bench-results/experiments/autovacuum-hold/runs.jsonl (with
 # TABLES=2: runs-2-tables.jsonl) and keeps each run's bootstrap log there.
 set -euo pipefail
-root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+source "$(dirname "$0")/bench-lib.sh"
 BASE=${BASE:-00286dc}
 ROUNDS=${ROUNDS:-3}
 TABLES=${TABLES:-1}
 COMPARE=${COMPARE:-0}
-RESULTS=${RESULTS:-$root/bench-results}
 out="$RESULTS/experiments/autovacuum-hold"
-log=${PGSYNC_PG_DIR:-/tmp/pgsync-bench-pg}/target.log
+log=$PGSYNC_PG_DIR/target.log
 mkdir -p "$out"
 jsonl=$out/runs.jsonl
 tag=""

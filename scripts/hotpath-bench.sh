@@ -7,11 +7,10 @@
 # hotpath-benchstat.txt (benchstat BASE vs this tree) and a CPU profile of
 # one benchmark, hotpath-update_key_change-pprof.txt.
 set -euo pipefail
-root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+source "$(dirname "$0")/bench-lib.sh"
 BASE=${BASE:-bfb5f65}
 ROUNDS=${ROUNDS:-20}
 CPU=${CPU:-1}
-RESULTS=${RESULTS:-$root/bench-results}
 BENCHSTAT=${BENCHSTAT:-$(command -v benchstat || echo "$HOME/go/bin/benchstat")}
 [ -x "$BENCHSTAT" ] || (cd "$root" && go install golang.org/x/perf/cmd/benchstat@latest)
 BENCHSTAT=$(command -v benchstat || echo "$HOME/go/bin/benchstat")

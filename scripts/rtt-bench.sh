@@ -11,8 +11,8 @@
 # are in bench-results/rtt/<rtt>ms-<run>/; the summary, with every run's
 # seconds for native and pgsync and their ratio, in bench-results/rtt.json.
 set -euo pipefail
-root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-R=${RESULTS:-$root/bench-results}
+source "$(dirname "$0")/bench-lib.sh"
+R=$RESULTS
 RTTS=${RTTS:-0 2 10}
 RUNS=${RUNS:-3}
 for rtt in $RTTS; do
