@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -79,7 +80,7 @@ func moveMain(ctx context.Context, root string, args []string) error {
 	if err := os.MkdirAll(c.out, 0o755); err != nil {
 		return err
 	}
-	if contains(c.contenders, "pgcopydb") {
+	if slices.Contains(c.contenders, "pgcopydb") {
 		if err := b.installPgcopydb(ctx); err != nil {
 			return err
 		}
@@ -128,15 +129,6 @@ func (b *bench) dropMove(ctx context.Context) error {
 		}
 	}
 	return nil
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 func secondsOr(s *float64, otherwise string) string {
@@ -321,6 +313,10 @@ func (b *bench) moveOnce(ctx context.Context, c moveConfig, name string, run int
 		return r, err
 	}
 	tool := contenderSteps[name](b, c, dir)
+	// Whatever ends the run, the tool's processes end with it: a pgsync
+	// run left behind would reconnect to the next run's clusters. end is
+	// called again below, where its error counts; twice is harmless.
+	defer func() { _ = tool.end(context.WithoutCancel(ctx)) }()
 
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
