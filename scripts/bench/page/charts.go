@@ -100,7 +100,7 @@ func drawCharts(root, docsDir string, r *Results, p *Page) ([]Chart, error) {
 			vals = append(vals, run.Seconds)
 			names = append(names, fmt.Sprintf("pgsync, %d stream(s)", run.Streams))
 		}
-		vals = append(vals, r.Copy.Native.Seconds, r.Copy.PipeSeconds, r.Copy.BinaryPipeSeconds)
+		vals = append(vals, r.Copy.Native.Seconds, *r.Copy.PipeSeconds, *r.Copy.BinaryPipeSeconds)
 		names = append(names, "native subscription", "text COPY pipe", "binary COPY pipe")
 		bars, err := plotter.NewBarChart(vals, vg.Points(14))
 		if err != nil {

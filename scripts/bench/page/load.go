@@ -18,32 +18,32 @@ type Results struct {
 	// Move is the harness's whole move under load (move/move.json).
 	Move benchres.Move
 
-	Bench100MB, Bench1GB Bench
-	Copy                 Copy
-	Copy10GB             CopyAlone
-	BigTxn               BigTxn
-	BigTxnRuns           []Named[BigTxn]
-	CatchupRuns          []Named[Catchup] // catchup-runs/<n>-pause|nopause
-	Catchup              Catchup          // the speed issue's run (catchup.json)
-	CatchupProfile       Catchup
+	Bench100MB, Bench1GB benchres.CDC
+	Copy                 benchres.Copy
+	Copy10GB             benchres.Copy
+	BigTxn               benchres.BigTxn
+	BigTxnRuns           []Named[benchres.BigTxn]
+	CatchupRuns          []Named[benchres.Catchup] // catchup-runs/<n>-pause|nopause
+	Catchup              benchres.Catchup          // the speed issue's run (catchup.json)
+	CatchupProfile       benchres.Catchup
 	Stream               Stream
 	StreamGOGC200        Stream
-	RTT                  RTT
-	RTTRuns              []Named[Catchup] // rtt/<rtt>ms-<run>
-	RTTCopy              []Named[Bench]   // rtt-copy/<rtt>ms
-	Schema               Schema
-	Freeze               Freeze
+	RTT                  benchres.RTT
+	RTTRuns              []Named[benchres.Catchup] // rtt/<rtt>ms-<run>
+	RTTCopy              []Named[benchres.CDC]     // rtt-copy/<rtt>ms
+	Schema               benchres.Schema
+	Freeze               benchres.Freeze
 	CutoverGap           CutoverGap
-	VerifyRows           VerifyRows
+	VerifyRows           benchres.VerifyRows
 	Scale                Scale
 	PKAfterCopy          PKAfterCopy
 	InsertCopy           []InsertCopy
-	RangesRejected       Bench
-	EarlierCopy          []Named[Copy]  // earlier/copy-<commit>.json
-	EarlierBench         []Named[Bench] // earlier/bench-1gb-<commit>.json
+	RangesRejected       benchres.CDC
+	EarlierCopy          []Named[benchres.Copy] // earlier/copy-<commit>.json
+	EarlierBench         []Named[benchres.CDC]  // earlier/bench-1gb-<commit>.json
 	AutovacuumHold       []AutovacuumRun
 	AutovacuumHold2      []AutovacuumRun
-	Experiments          map[string][]Named[Catchup] // experiments/<name>/<run>/catchup.json
+	Experiments          map[string][]Named[benchres.Catchup] // experiments/<name>/<run>/catchup.json
 }
 
 // Named is a result with the name of the folder or file it came from,
@@ -116,40 +116,43 @@ var experimentNames = []string{"cpu-per-row", "gogc", "write-buffer", "reader-cl
 
 func load(root string) (*Results, error) {
 	l := &loader{dir: filepath.Join(root, "bench-results")}
-	r := &Results{Dir: "bench-results", Experiments: map[string][]Named[Catchup]{}}
+	r := &Results{Dir: "bench-results", Experiments: map[string][]Named[benchres.Catchup]{}}
 	l.json("move/move.json", &r.Move)
 	l.json("bench-100mb.json", &r.Bench100MB)
 	l.json("bench-1gb.json", &r.Bench1GB)
 	l.json("copy.json", &r.Copy)
 	l.json("copy-10gb/copy.json", &r.Copy10GB)
 	l.json("bigtxn.json", &r.BigTxn)
-	r.BigTxnRuns = named[BigTxn](l, "bigtxn-runs/*/bigtxn.json", parentName)
-	r.CatchupRuns = named[Catchup](l, "catchup-runs/*/catchup.json", parentName)
+	r.BigTxnRuns = named[benchres.BigTxn](l, "bigtxn-runs/*/bigtxn.json", parentName)
+	r.CatchupRuns = named[benchres.Catchup](l, "catchup-runs/*/catchup.json", parentName)
 	l.json("catchup.json", &r.Catchup)
 	l.json("catchup-profile/catchup.json", &r.CatchupProfile)
 	l.json("stream.json", &r.Stream)
 	l.json("experiments/gogc/stream-gogc200.json", &r.StreamGOGC200)
 	l.json("rtt.json", &r.RTT)
-	r.RTTRuns = named[Catchup](l, "rtt/*/catchup.json", parentName)
-	r.RTTCopy = named[Bench](l, "rtt-copy/*/bench-100mb.json", parentName)
+	r.RTTRuns = named[benchres.Catchup](l, "rtt/*/catchup.json", parentName)
+	r.RTTCopy = named[benchres.CDC](l, "rtt-copy/*/bench-100mb.json", parentName)
 	l.json("schema.json", &r.Schema)
 	l.json("freeze.json", &r.Freeze)
 	l.json("cutover-gap.json", &r.CutoverGap)
 	l.json("verify-rows.json", &r.VerifyRows)
 	l.json("scale.json", &r.Scale)
 	l.json("pk-after-copy.json", &r.PKAfterCopy)
-	if rej := named[Bench](l, "rejected/bench-1gb-ranges-*.json", parentName); len(rej) == 1 {
+	if rej := named[benchres.CDC](l, "rejected/bench-1gb-ranges-*.json", parentName); len(rej) == 1 {
 		r.RangesRejected = rej[0].R
 	} else if l.err == nil {
 		l.err = fmt.Errorf("%s/rejected: %d bench-1gb-ranges-*.json files, want one", l.dir, len(rej))
 	}
-	r.EarlierCopy = named[Copy](l, "earlier/copy-*.json", fileCommit("copy-"))
-	r.EarlierBench = named[Bench](l, "earlier/bench-1gb-*.json", fileCommit("bench-1gb-"))
+	r.EarlierCopy = named[benchres.Copy](l, "earlier/copy-*.json", fileCommit("copy-"))
+	r.EarlierBench = named[benchres.CDC](l, "earlier/bench-1gb-*.json", fileCommit("bench-1gb-"))
 	for _, name := range experimentNames {
-		r.Experiments[name] = named[Catchup](l, "experiments/"+name+"/*/catchup.json", parentName)
+		r.Experiments[name] = named[benchres.Catchup](l, "experiments/"+name+"/*/catchup.json", parentName)
 	}
 	if l.err != nil {
 		return nil, l.err
+	}
+	if r.Copy.Native == nil || r.Copy.PipeSeconds == nil || r.Copy.BinaryPipeSeconds == nil {
+		return nil, fmt.Errorf("%s/copy.json: no native subscription or COPY pipe beside pgsync (harness copy ran with -compare=false)", l.dir)
 	}
 	var err error
 	if r.InsertCopy, err = readJSONL[InsertCopy](filepath.Join(l.dir, "insert-copy.jsonl")); err != nil {

@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/pgsync/pgsync/scripts/bench/benchres"
 )
 
 // Page is what the two templates are given: the typed results, the
@@ -27,7 +29,7 @@ type Page struct {
 	Charts   []Chart
 	Commits  []CommitUse
 
-	CopyBest          CopyRun
+	CopyBest          benchres.CopyRun
 	CopyKeyBuilds     []float64 // copy-<n>-bootstrap.log, per stream count
 	Bench1GBKeyBuilds []float64
 	CatchupPause      CatchupSummary
@@ -69,7 +71,7 @@ type CatchupSummary struct {
 
 // RTTRow is one round trip of rtt.json with its medians.
 type RTTRow struct {
-	RoundTrip
+	benchres.RoundTrip
 	Label                  string
 	PgsyncMed, NativeMed   float64
 	Ratio                  float64
@@ -80,7 +82,7 @@ type RTTRow struct {
 // RTTCopyRow is the two-table copy with the source at one round trip.
 type RTTCopyRow struct {
 	Label                   string
-	Bench                   Bench
+	Bench                   benchres.CDC
 	Dump, SlotToDone, Ratio float64
 }
 
@@ -120,7 +122,7 @@ func build(root string, r *Results) (*Page, error) {
 	if len(r.Copy.Pgsync) == 0 {
 		return nil, fmt.Errorf("%s/copy.json: pgsync: no runs", r.Dir)
 	}
-	p.CopyBest = slices.MinFunc(r.Copy.Pgsync, func(a, b CopyRun) int { return cmpFloat(a.Seconds, b.Seconds) })
+	p.CopyBest = slices.MinFunc(r.Copy.Pgsync, func(a, b benchres.CopyRun) int { return cmpFloat(a.Seconds, b.Seconds) })
 	if err := p.firstPageGoals(r); err != nil {
 		return nil, err
 	}
@@ -136,7 +138,7 @@ func build(root string, r *Results) (*Page, error) {
 	}
 
 	// The catch-up runs, with and without the reader's pause.
-	var pause, nopause []Catchup
+	var pause, nopause []benchres.Catchup
 	for _, c := range r.CatchupRuns {
 		switch {
 		case strings.HasSuffix(c.Name, "-nopause"):
@@ -171,8 +173,8 @@ func build(root string, r *Results) (*Page, error) {
 		row.PgsyncRuns, row.NativeRuns = joinF2(rt.PgsyncSeconds), joinF2(rt.NativeSeconds)
 		p.RTTRows = append(p.RTTRows, row)
 	}
-	slices.SortFunc(r.RTTRuns, func(a, b Named[Catchup]) int { return strings.Compare(sortKey(a.Name), sortKey(b.Name)) })
-	slices.SortFunc(r.RTTCopy, func(a, b Named[Bench]) int { return strings.Compare(sortKey(a.Name), sortKey(b.Name)) })
+	slices.SortFunc(r.RTTRuns, func(a, b Named[benchres.Catchup]) int { return strings.Compare(sortKey(a.Name), sortKey(b.Name)) })
+	slices.SortFunc(r.RTTCopy, func(a, b Named[benchres.CDC]) int { return strings.Compare(sortKey(a.Name), sortKey(b.Name)) })
 	for _, b := range r.RTTCopy {
 		row := RTTCopyRow{Label: strings.Replace(b.Name, "ms", " ms", 1), Bench: b.R}
 		if row.Dump, row.SlotToDone, err = bootParts(filepath.Join(dir, "rtt-copy", b.Name, "bench-100mb-bootstrap.log")); err != nil {
@@ -236,7 +238,7 @@ func build(root string, r *Results) (*Page, error) {
 }
 
 // summarizeCatchup gives the medians and ranges of catch-up runs.
-func summarizeCatchup(runs []Catchup) (CatchupSummary, error) {
+func summarizeCatchup(runs []benchres.Catchup) (CatchupSummary, error) {
 	var s CatchupSummary
 	if len(runs) == 0 {
 		return s, fmt.Errorf("no runs")
@@ -351,13 +353,12 @@ func sortedKeys[V any](m map[string]V) []string {
 // move, the copy, the catch-up and the large transaction.
 type BenchRun struct {
 	Commit string
-	Env    Environment
+	Env    benchres.Environment
 }
 
 // benchRun checks that the first page's results come from one commit.
 func benchRun(r *Results) (BenchRun, error) {
-	b := BenchRun{Commit: r.Move.Env.Commit, Env: Environment{
-		CPU: r.Move.Env.CPU, PostgreSQL: r.Move.Env.PostgreSQL, Commit: r.Move.Env.Commit, Go: r.Move.Env.Go}}
+	b := BenchRun{Commit: r.Move.Env.Commit, Env: r.Move.Env}
 	for file, commit := range map[string]string{"copy.json": r.Copy.Env.Commit, "catchup.json": r.Catchup.Env.Commit, "bigtxn.json": r.BigTxn.Env.Commit} {
 		if commit != b.Commit {
 			return b, fmt.Errorf("%s/%s is from %s, move/move.json from %s: run make bench to measure them at one commit", r.Dir, file, commit, b.Commit)
