@@ -4,7 +4,11 @@
 // bench-results/. A measurement it could not take is an error, never a
 // zero.
 //
-//	cd scripts/bench && go run ./harness -root ../.. move
+//	cd scripts/bench && go run ./harness -root ../.. SCENARIO [flags]
+//
+// PGSYNC=/path/to/pgsync measures another build instead of building the
+// checkout; PGSYNC_PG_DIR, PGSYNC_SOURCE_PORT and PGSYNC_TARGET_PORT move
+// the clusters (scripts/local-pg.sh's variables).
 package main
 
 import (
@@ -33,6 +37,8 @@ func main() {
 	switch flag.Arg(0) {
 	case "move":
 		err = moveMain(ctx, *root, flag.Args()[1:])
+	case "bigtxn":
+		err = bigtxnMain(ctx, *root, flag.Args()[1:])
 	default:
 		flag.Usage()
 		os.Exit(2)

@@ -16,14 +16,35 @@ import (
 	"github.com/pgsync/pgsync/scripts/bench/benchres"
 )
 
-// The bench clusters: the ports and directory every bench driver uses
-// (scripts/bench-lib.sh), apart from the integration tests' clusters.
-const (
-	benchPGDir   = "/tmp/pgsync-bench-pg"
-	sourcePort   = 57432
-	targetPort   = 57433
-	clusterStart = 2 * time.Minute
+// The bench clusters: the directory and ports every bench driver uses
+// (scripts/bench-lib.sh), apart from the integration tests' clusters. The
+// same variables as bench-lib.sh's move them elsewhere, so that two
+// harnesses can run side by side (setup reads them).
+var (
+	benchPGDir = "/tmp/pgsync-bench-pg"
+	sourcePort = 57432
+	targetPort = 57433
 )
+
+const clusterStart = 2 * time.Minute
+
+// clustersFromEnv reads PGSYNC_PG_DIR, PGSYNC_SOURCE_PORT and
+// PGSYNC_TARGET_PORT when set.
+func clustersFromEnv() error {
+	if d := os.Getenv("PGSYNC_PG_DIR"); d != "" {
+		benchPGDir = d
+	}
+	for name, port := range map[string]*int{"PGSYNC_SOURCE_PORT": &sourcePort, "PGSYNC_TARGET_PORT": &targetPort} {
+		if v := os.Getenv(name); v != "" {
+			n, err := strconv.Atoi(v)
+			if err != nil || n <= 0 || n > 65535 {
+				return fmt.Errorf("%s=%q is not a port", name, v)
+			}
+			*port = n
+		}
+	}
+	return nil
+}
 
 // bench is what every scenario starts from: PostgreSQL installed, pgsync
 // built, both clusters running.
@@ -38,6 +59,9 @@ type bench struct {
 // setup installs PostgreSQL when missing, builds pgsync and starts the
 // clusters. The returned stop ends the clusters; call it whatever happens.
 func setup(ctx context.Context, root string) (b *bench, stop func(), err error) {
+	if err := clustersFromEnv(); err != nil {
+		return nil, nil, err
+	}
 	root, err = filepath.Abs(root)
 	if err != nil {
 		return nil, nil, err
@@ -46,7 +70,13 @@ func setup(ctx context.Context, root string) (b *bench, stop func(), err error) 
 	if err := b.run(ctx, 10*time.Minute, nil, "bash", "scripts/install-pg.sh"); err != nil {
 		return nil, nil, err
 	}
-	if err := b.run(ctx, 5*time.Minute, nil, "make", "-s", "build"); err != nil {
+	// PGSYNC names another build to measure (an earlier commit's, or a
+	// copy of this one's while another harness builds): nothing is built.
+	if bin := os.Getenv("PGSYNC"); bin != "" {
+		if b.pgsync, err = filepath.Abs(bin); err != nil {
+			return nil, nil, err
+		}
+	} else if err := b.run(ctx, 5*time.Minute, nil, "make", "-s", "build"); err != nil {
 		return nil, nil, err
 	}
 	matches, _ := filepath.Glob("/usr/lib/postgresql/*/bin/postgres")
@@ -54,7 +84,7 @@ func setup(ctx context.Context, root string) (b *bench, stop func(), err error) 
 		return nil, nil, fmt.Errorf("no PostgreSQL server under /usr/lib/postgresql after scripts/install-pg.sh")
 	}
 	b.bindir = filepath.Dir(matches[len(matches)-1])
-	if b.env, err = b.environment(ctx); err != nil {
+	if b.env, err = b.environmentOf(ctx, b.pgsync); err != nil {
 		return nil, nil, err
 	}
 	stop = func() {
@@ -102,13 +132,13 @@ func url(port int, db string) string {
 	return fmt.Sprintf("postgres://postgres@127.0.0.1:%d/%s?sslmode=disable", port, db)
 }
 
-// environment describes the machine and the build: the commit is the one
-// pgsync was built from (its version command), read after the build.
-func (b *bench) environment(ctx context.Context) (benchres.Environment, error) {
+// environmentOf describes the machine and the build of the pgsync binary
+// at bin: the commit is the one it was built from (its version command).
+func (b *bench) environmentOf(ctx context.Context, bin string) (benchres.Environment, error) {
 	var env benchres.Environment
-	out, err := exec.CommandContext(ctx, b.pgsync, "version").Output()
+	out, err := exec.CommandContext(ctx, bin, "version").Output()
 	if err != nil {
-		return env, fmt.Errorf("%s version: %w", b.pgsync, err)
+		return env, fmt.Errorf("%s version: %w", bin, err)
 	}
 	if f := strings.Fields(string(out)); len(f) >= 2 {
 		env.Commit = f[1]
@@ -147,4 +177,11 @@ func (b *bench) environment(ctx context.Context) (benchres.Environment, error) {
 		return env, fmt.Errorf("incomplete environment: %+v", env)
 	}
 	return env, nil
+}
+
+// buildTool builds one of scripts/'s Go programs (discard, latency-proxy)
+// into bin/ and returns its path.
+func (b *bench) buildTool(ctx context.Context, name string) (string, error) {
+	out := filepath.Join(b.root, "bin", name)
+	return out, b.run(ctx, 5*time.Minute, nil, "go", "build", "-trimpath", "-o", out, "./scripts/"+name)
 }

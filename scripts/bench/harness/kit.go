@@ -1,0 +1,496 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// What the scenarios beside the whole move share: their dataset, pgsync's
+// configuration, a sampled run of a program, server CPU, pgsync's log
+// fields and the result files. It is the Go form of scripts/bench-lib.sh,
+// which the bash scripts that are not scenarios still use.
+
+// tablesDDL is the benchmark dataset's two tables, of about 140 bytes of
+// COPY text a row.
+const tablesDDL = `CREATE TABLE bench_a (id bigint PRIMARY KEY, customer text NOT NULL, qty int NOT NULL, price numeric(12,2),
+  created timestamptz NOT NULL, note text);
+CREATE TABLE bench_b (id bigint PRIMARY KEY, customer text NOT NULL, qty int NOT NULL, price numeric(12,2),
+  created timestamptz NOT NULL, note text)`
+
+// benchTableDDL is one of the dataset's tables, named name.
+func benchTableDDL(name string) string {
+	return "CREATE TABLE " + name + ` (id bigint PRIMARY KEY, customer text NOT NULL, qty int NOT NULL, price numeric(12,2),
+  created timestamptz NOT NULL, note text)`
+}
+
+// fillRows is the INSERT that fills a dataset table with rows 1..rows.
+func fillRows(table string, rows int64) string {
+	return fmt.Sprintf(`INSERT INTO %s SELECT g, 'customer-' || (g %% 100000), g %% 1000, (g %% 100000) / 7.0,
+  '2026-01-01 00:00:00+00'::timestamptz + g * interval '1 second', repeat(md5(g::text), 2) FROM generate_series(1, %d) g`, table, rows)
+}
+
+// loadDataset creates and fills both tables on the source, with the
+// sequence the write script takes new ids from.
+func loadDataset(ctx context.Context, db string, rows int64) error {
+	return runSQL(ctx, sourcePort, db, tablesDDL,
+		fmt.Sprintf("CREATE SEQUENCE bench_ids START %d", rows*10),
+		fillRows("bench_a", rows), fillRows("bench_b", rows),
+		"VACUUM ANALYZE bench_a, bench_b")
+}
+
+// writeScript writes pgbench's script of one transaction: ins inserts,
+// upd updates and del deletes. Each client updates and deletes in its own
+// slice of the rows, so that clients never wait for each other and every
+// statement hits rows.
+func writeScript(path string, rows int64, clients, ins, upd, del int) error {
+	slice := rows / int64(clients)
+	script := fmt.Sprintf(`\set lo (:client_id * %[1]d) + 1
+\set u random(:lo, :lo + %[1]d - %[3]d - 1)
+BEGIN;
+INSERT INTO bench_b SELECT nextval('bench_ids'), 'customer-new', g, g * 1.5, now(), repeat('n', 64) FROM generate_series(1, %[2]d) g;
+UPDATE bench_a SET qty = qty + 1, created = now() WHERE id BETWEEN :u AND :u + %[3]d - 1;
+DELETE FROM bench_b WHERE id IN (SELECT id FROM bench_b WHERE id >= :lo AND id < :lo + %[1]d ORDER BY id LIMIT %[4]d);
+END;
+`, slice, ins, upd, del)
+	return os.WriteFile(path, []byte(script), 0o644)
+}
+
+// freshDB drops database db on both clusters, its slots and subscriptions
+// first, and creates it empty.
+func freshDB(ctx context.Context, db string) error {
+	var onTarget bool
+	if err := query(ctx, targetPort, "postgres", "SELECT count(*) > 0 FROM pg_database WHERE datname = '"+db+"'", &onTarget); err != nil {
+		return err
+	}
+	if onTarget {
+		subs, err := column(ctx, targetPort, db, "SELECT quote_ident(subname) FROM pg_subscription WHERE subdbid = (SELECT oid FROM pg_database WHERE datname = current_database())")
+		if err != nil {
+			return err
+		}
+		for _, s := range subs {
+			if err := dropSubscription(ctx, db, s); err != nil {
+				return err
+			}
+		}
+	}
+	for _, port := range []int{sourcePort, targetPort} {
+		if err := dropSlots(ctx, port, db); err != nil {
+			return err
+		}
+		if err := recreateDB(ctx, port, db); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// recreateDB drops database db on one cluster and creates it empty.
+func recreateDB(ctx context.Context, port int, db string) error {
+	return runSQL(ctx, port, "postgres", "DROP DATABASE IF EXISTS "+db+" WITH (FORCE)", "CREATE DATABASE "+db)
+}
+
+// dropDB drops database db on one cluster.
+func dropDB(ctx context.Context, port int, db string) error {
+	return runSQL(ctx, port, "postgres", "DROP DATABASE IF EXISTS "+db+" WITH (FORCE)")
+}
+
+// dropSlots ends the walsenders of database db's slots on one cluster and
+// drops the slots; a walsender may take a moment to exit.
+func dropSlots(ctx context.Context, port int, db string) error {
+	return waitFor(ctx, 30*time.Second, "the slots of database "+db+" to be dropped", func() (bool, error) {
+		err := runSQL(ctx, port, "postgres",
+			"SELECT pg_terminate_backend(active_pid) FROM pg_replication_slots WHERE database = '"+db+"' AND active_pid IS NOT NULL",
+			"SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots WHERE database = '"+db+"' AND NOT active")
+		if err != nil {
+			return false, err
+		}
+		var left int
+		err = query(ctx, port, "postgres", "SELECT count(*) FROM pg_replication_slots WHERE database = '"+db+"'", &left)
+		return left == 0, err
+	})
+}
+
+// dropSubscription drops subscription sub of database db on the target,
+// leaving its slot on the source to the caller.
+func dropSubscription(ctx context.Context, db, sub string) error {
+	return runSQL(ctx, targetPort, db, "ALTER SUBSCRIPTION "+sub+" DISABLE",
+		"ALTER SUBSCRIPTION "+sub+" SET (slot_name = NONE)", "DROP SUBSCRIPTION "+sub)
+}
+
+// dropSlot drops one slot on the source, once its walsender has gone.
+func dropSlot(ctx context.Context, slot string) error {
+	return waitFor(ctx, 30*time.Second, "slot "+slot+" to be released", func() (bool, error) {
+		var gone bool
+		err := query(ctx, sourcePort, "postgres",
+			"SELECT count(pg_drop_replication_slot(slot_name)) >= 0 FROM pg_replication_slots WHERE slot_name = '"+slot+"' AND NOT active", &gone)
+		if err != nil {
+			return false, err
+		}
+		var left int
+		err = query(ctx, sourcePort, "postgres", "SELECT count(*) FROM pg_replication_slots WHERE slot_name = '"+slot+"'", &left)
+		return left == 0, err
+	})
+}
+
+// settle vacuums the dataset's tables on the source and checkpoints both
+// clusters, so that a timed step does not pay for the previous one's dirt.
+func settle(ctx context.Context, db string) error {
+	if err := runSQL(ctx, sourcePort, db, "VACUUM ANALYZE bench_a, bench_b", "CHECKPOINT"); err != nil {
+		return err
+	}
+	return runSQL(ctx, targetPort, "postgres", "CHECKPOINT")
+}
+
+// checkpoint checkpoints both clusters.
+func checkpoint(ctx context.Context) error {
+	if err := runSQL(ctx, sourcePort, "postgres", "CHECKPOINT"); err != nil {
+		return err
+	}
+	return runSQL(ctx, targetPort, "postgres", "CHECKPOINT")
+}
+
+// waitFor polls cond every 200 ms until it holds; after limit it fails,
+// naming what it waited for.
+func waitFor(ctx context.Context, limit time.Duration, what string, cond func() (bool, error)) error {
+	deadline := time.Now().Add(limit)
+	for {
+		ok, err := cond()
+		if err != nil {
+			return fmt.Errorf("waiting for %s: %w", what, err)
+		}
+		if ok {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("timed out after %s waiting for %s", limit, what)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+// jobConfig is one pgsync job's configuration file.
+type jobConfig struct {
+	job, sourceDB, targetDB string
+	// sourcePort is the port pgsync reaches the source on: the latency
+	// proxy's when one runs (0: the source's own).
+	sourcePort int
+	tables     []string // default public.*
+	tuning     string   // [tuning] keys, if any
+}
+
+// write writes the configuration to path.
+func (c jobConfig) write(path string) error {
+	port := c.sourcePort
+	if port == 0 {
+		port = sourcePort
+	}
+	tables := c.tables
+	if len(tables) == 0 {
+		tables = []string{"public.*"}
+	}
+	quoted := make([]string, len(tables))
+	for i, t := range tables {
+		quoted[i] = strconv.Quote(t)
+	}
+	cfg := fmt.Sprintf("[source]\nurl = %q\n[target]\nurl = %q\n[job]\nname = %q\ntables = [%s]\n",
+		url(port, c.sourceDB), url(targetPort, c.targetDB), c.job, strings.Join(quoted, ", "))
+	if c.tuning != "" {
+		cfg += "[tuning]\n" + c.tuning + "\n"
+	}
+	return os.WriteFile(path, []byte(cfg), 0o600)
+}
+
+// runStats is what sampledRun measured of a program.
+type runStats struct {
+	Seconds             float64
+	RSSAvgMB, RSSPeakMB float64 // VmRSS, MB of 2^20 bytes
+	CPUAvgPct           float64 // the average of each interval's CPU %
+}
+
+// sampledRun runs a program with its stdout in dir/name.out and its
+// stderr in dir/name.log, samples its VmRSS and CPU every sampleEvery into
+// dir/name-rss.csv (unix seconds, kB, % over the interval) and returns
+// once it has ended, with an error if it failed or ran past limit.
+func sampledRun(ctx context.Context, dir, name string, limit time.Duration, env []string, prog string, args ...string) (runStats, error) {
+	var st runStats
+	csv, err := os.Create(filepath.Join(dir, name+"-rss.csv"))
+	if err != nil {
+		return st, err
+	}
+	defer csv.Close()
+	w := bufio.NewWriter(csv)
+	defer w.Flush()
+	fmt.Fprintln(w, "unix_s,rss_kb,cpu_pct")
+	t0 := time.Now()
+	p, err := start(dir, filepath.Join(dir, name+".out"), filepath.Join(dir, name+".log"), env, prog, args...)
+	if err != nil {
+		return st, err
+	}
+	defer p.stop(10 * time.Second)
+	deadline := time.NewTimer(limit)
+	defer deadline.Stop()
+	tick := time.NewTicker(sampleEvery)
+	defer tick.Stop()
+	var rssSum, cpuSum float64
+	var rssN, cpuN int
+	prevTicks, prevAt := int64(-1), time.Now()
+	for {
+		if stat, err := readStat(p.pid()); err == nil {
+			if kb := vmRSS(p.pid()); kb > 0 {
+				now := time.Now()
+				pct := ""
+				if prevTicks >= 0 {
+					v := float64(stat.ticks-prevTicks) / clockTicks / now.Sub(prevAt).Seconds() * 100
+					pct = fmt.Sprintf("%.0f", v)
+					cpuSum += v
+					cpuN++
+				}
+				prevTicks, prevAt = stat.ticks, now
+				fmt.Fprintf(w, "%.3f,%d,%s\n", float64(now.UnixNano())/1e9, kb, pct)
+				rssSum += float64(kb)
+				rssN++
+				st.RSSPeakMB = max(st.RSSPeakMB, float64(kb)/1024)
+			}
+		}
+		select {
+		case <-p.done:
+			st.Seconds = time.Since(t0).Seconds()
+			if rssN > 0 {
+				st.RSSAvgMB = rssSum / float64(rssN) / 1024
+			}
+			if cpuN > 0 {
+				st.CPUAvgPct = cpuSum / float64(cpuN)
+			}
+			if p.err != nil {
+				return st, fmt.Errorf("%s %s: %w (see %s)", filepath.Base(prog), strings.Join(args, " "), p.err, filepath.Join(dir, name+".log"))
+			}
+			if rssN == 0 {
+				return st, fmt.Errorf("%s ended before its first sample: no memory figure", name)
+			}
+			return st, nil
+		case <-deadline.C:
+			return st, fmt.Errorf("%s still running after %s, stopped", name, limit)
+		case <-ctx.Done():
+			return st, ctx.Err()
+		case <-tick.C:
+		}
+	}
+}
+
+// vmRSS is a process's resident memory in kB (VmRSS), as the bench
+// scripts sampled it; 0 once it has gone.
+func vmRSS(pid int) int64 {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			if f := strings.Fields(rest); len(f) > 0 {
+				kb, _ := strconv.ParseInt(f[0], 10, 64)
+				return kb
+			}
+		}
+	}
+	return 0
+}
+
+// endedCPU is the CPU seconds used so far by the ended children of the
+// cluster's postmaster at port's data directory (backends and walsenders
+// that have exited): read before and after a step, it gives what the
+// step's sessions used.
+func endedCPU(dataDir string) (float64, error) {
+	b, err := os.ReadFile(filepath.Join(dataDir, "postmaster.pid"))
+	if err != nil {
+		return 0, err
+	}
+	first, _, _ := strings.Cut(string(b), "\n")
+	pm, err := strconv.Atoi(strings.TrimSpace(first))
+	if err != nil {
+		return 0, fmt.Errorf("%s/postmaster.pid: %w", dataDir, err)
+	}
+	st, err := readStat(pm)
+	if err != nil {
+		return 0, err
+	}
+	return float64(st.children) / clockTicks, nil
+}
+
+// serverCPU brackets a step: mark before it, then since (after its
+// sessions have ended) gives each cluster's CPU seconds in between.
+type serverCPU struct{ source, target float64 }
+
+func markCPU() (serverCPU, error) {
+	s, err := endedCPU(filepath.Join(benchPGDir, "source"))
+	if err != nil {
+		return serverCPU{}, err
+	}
+	t, err := endedCPU(filepath.Join(benchPGDir, "target"))
+	return serverCPU{s, t}, err
+}
+
+// since waits half a second for the step's sessions to be reaped and
+// returns the CPU they used.
+func (m serverCPU) since() (serverCPU, error) {
+	time.Sleep(500 * time.Millisecond)
+	now, err := markCPU()
+	return serverCPU{now.source - m.source, now.target - m.target}, err
+}
+
+// procCPU is the CPU seconds a live process has used.
+func procCPU(pid int) (float64, error) {
+	st, err := readStat(pid)
+	return float64(st.ticks) / clockTicks, err
+}
+
+// logFields are the key=value pairs of the last line of a pgsync text log
+// whose msg is msg; an error when no line has it.
+func logFields(path, msg string) (map[string]string, error) {
+	all, err := allLogFields(path, msg)
+	if err != nil {
+		return nil, err
+	}
+	if len(all) == 0 {
+		return nil, fmt.Errorf("%s has no %q line", path, msg)
+	}
+	return all[len(all)-1], nil
+}
+
+// allLogFields are the key=value pairs of every line of a pgsync text log
+// whose msg is msg, in order.
+func allLogFields(path, msg string) ([]map[string]string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var out []map[string]string
+	s := bufio.NewScanner(f)
+	s.Buffer(make([]byte, 1<<20), 1<<20)
+	for s.Scan() {
+		if kv := parseLogfmt(s.Text()); kv["msg"] == msg {
+			out = append(out, kv)
+		}
+	}
+	return out, s.Err()
+}
+
+// parseLogfmt splits one slog text line into its keys and values,
+// unquoting quoted values.
+func parseLogfmt(line string) map[string]string {
+	kv := make(map[string]string)
+	for rest := strings.TrimSpace(line); rest != ""; rest = strings.TrimLeft(rest, " ") {
+		key, after, ok := strings.Cut(rest, "=")
+		if !ok || strings.Contains(key, " ") {
+			break
+		}
+		var val string
+		if strings.HasPrefix(after, `"`) {
+			q, err := strconv.QuotedPrefix(after)
+			if err != nil {
+				break
+			}
+			val, _ = strconv.Unquote(q)
+			rest = after[len(q):]
+		} else {
+			val, rest, _ = strings.Cut(after, " ")
+		}
+		kv[key] = val
+	}
+	return kv
+}
+
+// logNumber is key's value on the last msg line of a pgsync log, as a
+// number; an error names the file, the line and the key when it is not
+// there.
+func logNumber(path, msg, key string) (float64, error) {
+	kv, err := logFields(path, msg)
+	if err != nil {
+		return 0, err
+	}
+	v, ok := kv[key]
+	if !ok {
+		return 0, fmt.Errorf("%s: the %q line has no %s", path, msg, key)
+	}
+	n, err := strconv.ParseFloat(strings.TrimSuffix(v, "s"), 64)
+	if err != nil {
+		return 0, fmt.Errorf("%s: %q line, %s=%q: %w", path, msg, key, v, err)
+	}
+	return n, nil
+}
+
+// verify runs pgsync verify on a job with extra flags: true when it says
+// the tables are identical (exit 0), false when it found a difference
+// (exit 1); its report in report.
+func verify(ctx context.Context, pgsync, cfg, report string, extra ...string) (bool, error) {
+	p, err := start(filepath.Dir(report), report, report, pgsyncEnv, pgsync, append([]string{"-c", cfg, "verify"}, extra...)...)
+	if err != nil {
+		return false, err
+	}
+	defer p.stop(10 * time.Second)
+	if err := p.wait(ctx, 2*time.Hour); err != nil {
+		if p.exited() && p.cmd.ProcessState.ExitCode() == 1 {
+			return false, nil
+		}
+		return false, fmt.Errorf("pgsync verify: %w (see %s)", err, report)
+	}
+	return true, nil
+}
+
+// pgsyncStep runs one pgsync command to its end, its output in log.
+func pgsyncStep(ctx context.Context, pgsync, log string, limit time.Duration, args ...string) error {
+	p, err := start(filepath.Dir(log), log, log, pgsyncEnv, pgsync, args...)
+	if err != nil {
+		return err
+	}
+	defer p.stop(10 * time.Second)
+	if err := p.wait(ctx, limit); err != nil {
+		return fmt.Errorf("pgsync %s: %w (see %s)", strings.Join(args, " "), err, log)
+	}
+	return nil
+}
+
+// writeResult writes a scenario's typed result as indented JSON.
+func writeResult(path string, v any) error {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false) // the command's && as it is typed
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(v); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	return os.WriteFile(path, buf.Bytes(), 0o644)
+}
+
+// command is how a scenario's result names the command that made it.
+func command(scenario string, args []string) string {
+	return strings.TrimSpace("cd scripts/bench && go run ./harness -root ../.. " + scenario + " " + strings.Join(args, " "))
+}
+
+// now is a result's date.
+func now() string { return time.Now().UTC().Format(time.RFC3339) }
+
+// round2 rounds to hundredths, as the scripts printed figures.
+func round2(v float64) float64 { return float64(int64(v*100+0.5)) / 100 }
+
+// pgConn connects to database db of the cluster at port.
+func pgConn(ctx context.Context, port int, db string) (*pgx.Conn, error) {
+	return pgx.Connect(ctx, url(port, db))
+}
