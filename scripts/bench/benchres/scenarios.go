@@ -107,12 +107,12 @@ type Copy struct {
 // backlog applied by pgsync run --until-caught-up and by a native
 // subscriber that was disabled while it was written, and read by the floor.
 type Catchup struct {
-	Command  string      `json:"command"`
-	Date     string      `json:"date"`
-	Env      Environment `json:"environment"`
-	RTTms    *float64    `json:"rtt_ms,omitempty" bench:"optional"`
-	Backlog  int64       `json:"backlog_transactions"`
-	WALBytes float64     `json:"wal_bytes"`
+	Command  string        `json:"command"`
+	Date     string        `json:"date"`
+	Env      Environment   `json:"environment"`
+	RTTms    *float64      `json:"rtt_ms,omitempty" bench:"optional"`
+	Backlog  int64         `json:"backlog_transactions"`
+	WALBytes float64       `json:"wal_bytes"`
 	Pgsync   CatchupPgsync `json:"pgsync"`
 	Native   CatchupNative `json:"native"`
 	Floor    Floor         `json:"floor"`
@@ -140,9 +140,9 @@ type CatchupPgsync struct {
 
 // CatchupNative is the native subscriber's catch-up.
 type CatchupNative struct {
-	Seconds     float64    `json:"seconds"`
-	CPU         NativeCPU  `json:"cpu_seconds"`
-	HashesMatch bool       `json:"hashes_match"`
+	Seconds     float64   `json:"seconds"`
+	CPU         NativeCPU `json:"cpu_seconds"`
+	HashesMatch bool      `json:"hashes_match"`
 }
 
 // NativeCPU is the CPU seconds of a native subscription's processes.
