@@ -11,6 +11,8 @@ import (
 	"github.com/pgsync/pgsync/scripts/bench/benchres"
 )
 
+func init() { scenarios["bigtxn"] = bigtxnMain }
+
 // bigtxnMain is the memory under one large transaction: a single source
 // transaction of -rows inserted rows, applied by pgsync run
 // --until-caught-up while its RSS is sampled. pgsync applies the

@@ -15,15 +15,23 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"maps"
 	"os"
 	"os/signal"
+	"slices"
+	"strings"
 	"syscall"
 )
+
+// scenarios are the harness's commands, by name: each scenario's file
+// adds its own in an init function.
+var scenarios = map[string]func(ctx context.Context, root string, args []string) error{}
 
 func main() {
 	root := flag.String("root", "../..", "the repository root")
 	flag.Usage = func() {
-		fmt.Fprintf(os.Stderr, "usage: harness [-root DIR] move [flags]\n")
+		names := slices.Sorted(maps.Keys(scenarios))
+		fmt.Fprintf(os.Stderr, "usage: harness [-root DIR] %s [flags]\n", strings.Join(names, "|"))
 		flag.PrintDefaults()
 	}
 	flag.Parse()
@@ -33,16 +41,12 @@ func main() {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	var err error
-	switch flag.Arg(0) {
-	case "move":
-		err = moveMain(ctx, *root, flag.Args()[1:])
-	case "bigtxn":
-		err = bigtxnMain(ctx, *root, flag.Args()[1:])
-	default:
+	scenario, ok := scenarios[flag.Arg(0)]
+	if !ok {
 		flag.Usage()
 		os.Exit(2)
 	}
+	err := scenario(ctx, *root, flag.Args()[1:])
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "harness:", err)
 		os.Exit(1)

@@ -49,6 +49,10 @@ type moveConfig struct {
 	tuning string
 }
 
+func init() { scenarios["move"] = moveMain }
+
+// moveMain is the whole move's command: its flags, the dataset, the runs
+// and the result.
 func moveMain(ctx context.Context, root string, args []string) error {
 	fs := flag.NewFlagSet("move", flag.ContinueOnError)
 	var c moveConfig
