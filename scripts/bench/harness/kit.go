@@ -494,3 +494,41 @@ func round2(v float64) float64 { return float64(int64(v*100+0.5)) / 100 }
 func pgConn(ctx context.Context, port int, db string) (*pgx.Conn, error) {
 	return pgx.Connect(ctx, url(port, db))
 }
+
+// startLatencyProxy puts scripts/latency-proxy, with a round trip of
+// rttMS milliseconds, in front of the source on sourcePort+100 (its errors
+// in logPath) and returns that port; stop ends it. Consumers reach the
+// source through it; writers do not.
+func (b *bench) startLatencyProxy(ctx context.Context, rttMS int, logPath string) (port int, stop func(), err error) {
+	bin, err := b.buildTool(ctx, "latency-proxy")
+	if err != nil {
+		return 0, nil, err
+	}
+	port = sourcePort + 100
+	if c, err := pgConn(ctx, port, "postgres"); err == nil {
+		c.Close(ctx)
+		return 0, nil, fmt.Errorf("port %d, the latency proxy's, is already in use (a proxy left running?)", port)
+	}
+	p, err := start(b.root, logPath, logPath, nil, bin, "-listen", fmt.Sprintf("127.0.0.1:%d", port),
+		"-target", fmt.Sprintf("127.0.0.1:%d", sourcePort), "-rtt", fmt.Sprintf("%dms", rttMS))
+	if err != nil {
+		return 0, nil, err
+	}
+	stop = func() { p.stop(10 * time.Second) }
+	err = waitFor(ctx, 30*time.Second, "the latency proxy on port "+strconv.Itoa(port), func() (bool, error) {
+		if p.exited() {
+			return false, fmt.Errorf("the latency proxy exited: %v (see %s)", p.err, logPath)
+		}
+		c, err := pgConn(ctx, port, "postgres")
+		if err != nil {
+			return false, nil
+		}
+		c.Close(ctx)
+		return true, nil
+	})
+	if err != nil {
+		stop()
+		return 0, nil, err
+	}
+	return port, stop, nil
+}
