@@ -50,10 +50,10 @@ demo: pg-install build
 BENCH_PG := PGSYNC_PG_DIR=/tmp/pgsync-bench-pg PGSYNC_SOURCE_PORT=57432 PGSYNC_TARGET_PORT=57433
 bench: pg-install build
 	@rc=0; \
-	  (cd scripts/bench && $(GO) run ./harness -root ../.. move) && \
-	  RESULTS=$(CURDIR)/bench-results bash scripts/copy-bench.sh && \
-	  RESULTS=$(CURDIR)/bench-results bash scripts/catchup-bench.sh && \
-	  BIG_ROWS=2000000 RESULTS=$(CURDIR)/bench-results bash scripts/bigtxn-bench.sh || rc=$$?; \
+	  (cd scripts/bench && $(GO) run ./harness -root ../.. move && \
+	    $(GO) run ./harness -root ../.. copy && \
+	    $(GO) run ./harness -root ../.. catchup && \
+	    $(GO) run ./harness -root ../.. bigtxn -rows 2000000) || rc=$$?; \
 	  $(BENCH_PG) bash scripts/local-pg.sh stop; \
 	  [ $$rc -eq 0 ] || exit $$rc; \
 	  cd scripts/bench && $(GO) run ./page -root ../..

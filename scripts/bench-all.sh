@@ -1,28 +1,42 @@
 #!/usr/bin/env bash
-# Every benchmark behind docs/benchmarks.md, one after the other, at the
-# commit checked out, then the pages themselves (scripts/bench).
-# About 75 minutes on a 2-core machine; needs ~45 GB free for the 10 GB copy.
-# Run it on an idle machine: every figure is a ratio between contenders
-# measured minutes apart, and anything else running skews them.
+# Every benchmark behind docs/benchmarks.md and its details page, one after
+# the other, at the commit checked out, then the pages themselves
+# (scripts/bench). About two hours on a 2-core machine; needs ~45 GB free
+# for the 10 GB copy. Run it on an idle machine: every figure is a ratio
+# between contenders measured minutes apart, and anything else running
+# skews them.
 #   bash scripts/bench-all.sh
 # BEFORE_COPY_RUNS names the commit the COPY-runs comparison runs against
-# (the last one that applied long INSERT runs as multi-row INSERTs).
+# (the last one that applied long INSERT runs as multi-row INSERTs);
+# BEFORE_STREAMING the one stream-bench compares with (before streamed
+# transactions were applied as they arrive).
 set -euo pipefail
 source "$(dirname "$0")/bench-lib.sh"
 orchestrate bench-all
 R=$RESULTS
 BEFORE_COPY_RUNS=${BEFORE_COPY_RUNS:-2ba6cfc}
+BEFORE_STREAMING=${BEFORE_STREAMING:-28d8e87}
+# earlier COMMIT: a build of COMMIT, in a worktree removed at the end.
+earlier=$(mktemp -d)
+trap 'for t in "$earlier"/*/src; do git worktree remove --force "$t" 2>/dev/null || true; done; rm -rf "$earlier"' EXIT
+build_earlier() {
+  git worktree add -q --detach "$earlier/$1/src" "$1"
+  (cd "$earlier/$1/src" && go build -trimpath -o "$earlier/$1/pgsync" ./cmd/pgsync)
+  echo "$earlier/$1/pgsync"
+}
 
 step "hot path against bfb5f65"
 RESULTS=$R bash scripts/hotpath-bench.sh >/dev/null
 
 step "the whole move under load (pgsync, native, pgcopydb --follow)"
-(cd scripts/bench && go run ./harness -root ../.. move -out "$R/move")
+harness move -out "$R/move"
 
 for ds in 100MB 1GB; do
   step "bench.sh DATASET=$ds"
   DATASET=$ds RESULTS=$R bash scripts/bench.sh
 done
+step "pk-bench.sh, on the 1GB dataset bench.sh left on the source"
+RESULTS=$R bash scripts/pk-bench.sh >/dev/null
 
 # The reader's pause, interleaved with runs without it.
 for run in 1-pause 2-nopause 3-pause 4-nopause; do
@@ -36,28 +50,42 @@ PGSYNC_RUN_FLAGS="--cpuprofile $R/catchup-profile/pgsync-cpu.pprof --allocprofil
 go tool pprof -top -nodecount 40 bin/pgsync "$R/catchup-profile/pgsync-cpu.pprof" >"$R/catchup-profile/pprof-top.txt" 2>/dev/null
 go tool pprof -sample_index=alloc_space -top -nodecount 12 bin/pgsync "$R/catchup-profile/pgsync-allocs.pprof" >"$R/catchup-profile/pprof-allocs.txt" 2>/dev/null
 
-step "copy-bench.sh: one 8M-row table, 1, 2 and 4 streams"
-RESULTS=$R bash scripts/copy-bench.sh
-step "copy-bench.sh: 10 GB in two tables"
-ROWS=80000000 TABLES=2 COMPARE=0 STREAMS=2 RESULTS=$R/copy-10gb bash scripts/copy-bench.sh
+step "copy: one 8M-row table, 1, 2 and 4 streams"
+harness copy -out "$R"
+step "copy: 10 GB in two tables"
+harness copy -rows 80000000 -tables 2 -compare=false -streams 2 -out "$R/copy-10gb"
 
-step "bigtxn-bench.sh: 2,000,000 rows"
-BIG_ROWS=2000000 RESULTS=$R bash scripts/bigtxn-bench.sh
-step "bigtxn-bench.sh: COPY runs against $BEFORE_COPY_RUNS, interleaved"
-before=$(mktemp -d)
-trap 'git worktree remove --force "$before/src" 2>/dev/null || true; rm -rf "$before"' EXIT
-git worktree add -q --detach "$before/src" "$BEFORE_COPY_RUNS"
-(cd "$before/src" && go build -trimpath -o "$before/pgsync" ./cmd/pgsync)
+step "bigtxn: 2,000,000 rows"
+harness bigtxn -rows 2000000 -out "$R"
+step "bigtxn: COPY runs against $BEFORE_COPY_RUNS, interleaved"
+before=$(build_earlier "$BEFORE_COPY_RUNS")
 for run in 1-before-copy-runs 2-copy-runs 3-before-copy-runs 4-copy-runs; do
   pgsync=$root/bin/pgsync
-  case $run in *before*) pgsync=$before/pgsync ;; esac
-  PGSYNC=$pgsync RESULTS=$R/bigtxn-runs/$run bash scripts/bigtxn-bench.sh
+  case $run in *before*) pgsync=$before ;; esac
+  PGSYNC=$pgsync harness bigtxn -out "$R/bigtxn-runs/$run"
 done
 
-step "pk-bench.sh"
-RESULTS=$R bash scripts/pk-bench.sh >/dev/null
+step "stream-bench.sh against $BEFORE_STREAMING"
+SIZES="1000000 5000000" RUNS=1 PGSYNC_BASE=$(build_earlier "$BEFORE_STREAMING") RESULTS=$R bash scripts/stream-bench.sh >/dev/null
+step "rtt: the catch-up at 0, 2 and 10 ms round trips, 3 runs"
+harness rtt -rtts 0,2,10 -runs 3 -out "$R"
+for ms in 0 2 10; do
+  step "bench.sh DATASET=100MB RTT_MS=$ms"
+  RTT_MS=$ms DATASET=100MB CDC_SECONDS=10 RESULTS=$R/rtt-copy/${ms}ms bash scripts/bench.sh >/dev/null
+done
+step "freeze"
+harness freeze -out "$R"
+step "schema: beside pg_dump and pgcopydb"
+harness schema -out "$R"
+step "verify: verify --rows beside the copy"
+harness verify -out "$R"
+step "cutover-gap-bench.sh"
+RESULTS=$R bash scripts/cutover-gap-bench.sh >/dev/null
+
 step "insert-copy-bench"
-go run ./scripts/insert-copy-bench -url "postgres://postgres@127.0.0.1:${PGSYNC_TARGET_PORT:-57433}/postgres" >"$R/insert-copy.jsonl"
+bash scripts/local-pg.sh start >/dev/null
+go run ./scripts/insert-copy-bench -url "postgres://postgres@127.0.0.1:$PGSYNC_TARGET_PORT/postgres" >"$R/insert-copy.jsonl"
+bash scripts/local-pg.sh stop >/dev/null
 
 (cd scripts/bench && go run ./page -root ../..)
 step "done: docs/benchmarks.md and docs/benchmarks-details.md written from $R"

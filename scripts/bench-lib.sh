@@ -320,6 +320,12 @@ need() {
   done
 }
 
+# harness SCENARIO [flags...]: runs a scenario of the Go harness
+# (scripts/bench/harness), which starts and stops the bench clusters itself
+# and writes its typed result; PGSYNC, when set, names the build it
+# measures.
+harness() { (cd "$root/scripts/bench" && go run ./harness -root ../.. "$@"); }
+
 # step MESSAGE: a timestamped progress line of an orchestrating script.
 step() { echo "$(basename "$0" .sh): $(date -u +%H:%M:%S) $*"; }
 
