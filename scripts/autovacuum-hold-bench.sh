@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # What holding autovacuum off the target tables during the copy saves: the
-# one-table copy of scripts/copy-bench.sh (8M rows, 2 streams, pgsync only)
-# at BASE, which has no hold, and at this tree, interleaved. For each run:
+# one-table copy of the harness's copy scenario (8M rows, 2 streams, pgsync
+# only) by a build of BASE, which has no hold, and by this tree's,
+# interleaved. For each run:
 # the copy and primary key build seconds from the bootstrap log, the total
 # and the target's CPU from copy.json, and how many autovacuum tasks the
 # target cancelled during the run (an index build that found autovacuum on
@@ -30,17 +31,21 @@ work=$(mktemp -d)
 cleanup() { git -C "$root" worktree remove --force "$work/base" 2>/dev/null || true; rm -rf "$work"; }
 trap cleanup EXIT
 git -C "$root" worktree add -q --detach "$work/base" "$BASE"
+(cd "$work/base" && go build -trimpath -o "$work/pgsync-base" ./cmd/pgsync)
+(cd "$root" && make -s build)
 head=$(git -C "$root" describe --always --dirty)
+compare=false
+[ "$COMPARE" = 1 ] && compare=true
 
 cancels() { grep -c "canceling autovacuum task" "$log" 2>/dev/null || true; }
 for round in $(seq "$ROUNDS"); do
   for variant in base head; do
-    tree=$root
-    [ "$variant" = base ] && tree=$work/base
+    bin=$root/bin/pgsync
+    [ "$variant" = base ] && bin=$work/pgsync-base
     runs="$work/runs-$variant"
     rm -rf "$runs" && mkdir -p "$runs"
     before=$(cancels)
-    (cd "$tree" && RESULTS="$runs" STREAMS=2 TABLES="$TABLES" COMPARE="$COMPARE" bash scripts/copy-bench.sh >"$runs/out.txt" 2>&1)
+    PGSYNC=$bin harness copy -streams 2 -tables "$TABLES" -compare=$compare -out "$runs" >"$runs/out.txt" 2>&1
     after=$(cancels)
     cp "$runs/copy-2-bootstrap.log" "$out/round$round-$variant$tag-bootstrap.log"
     commit=$head
@@ -51,7 +56,7 @@ for round in $(seq "$ROUNDS"); do
     seconds=$(first seconds) tcpu=$(first target_cpu_seconds) hashes=$(first hashes_match)
     copy=$(longest 'msg="table copied".* seconds=[0-9.]+')
     pk=$(longest 'msg=created object="(primary key|constraint [^"]*_pkey)[^"]*" seconds=[0-9.]+')
-    native=$(grep -o '"native_subscription": {"seconds": [0-9.]*' "$runs/copy.json" | awk '{print $3}')
+    native=$(grep -A1 '"native_subscription": {' "$runs/copy.json" | grep -o '"seconds": [0-9.]*' | awk '{print $2}')
     for v in seconds tcpu hashes copy pk; do
       [ -n "${!v}" ] || { echo "autovacuum-hold-bench: no $v in $runs" >&2; exit 1; }
     done
