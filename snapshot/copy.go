@@ -278,7 +278,8 @@ type layout struct {
 	// TRUNCATE, that no foreign key references and no TRUNCATE trigger
 	// watches. Measured: the first VACUUM (FREEZE) of the 1 GB dataset
 	// after a plain load wrote 1.2 GB of WAL in 3 s, after COPY FREEZE
-	// 5 KB in 0.01 s (scripts/freeze-bench.sh, docs/benchmarks.md).
+	// 5 KB in 0.01 s (the bench harness's freeze scenario,
+	// docs/benchmarks.md).
 	freezable map[string]bool
 }
 
