@@ -3,8 +3,7 @@
 // it away, and acknowledges the end once the stream has passed a given WAL
 // position. No consumer of the same slot can finish sooner, since the
 // walsender does the same work for it; the bench harness's catchup
-// scenario times it
-// beside pgsync and a native subscription.
+// scenario times it beside pgsync and a native subscription.
 //
 //	go run ./scripts/discard -url 'postgres://...?replication=database' -slot S -publication P -until 0/5000000
 package main
