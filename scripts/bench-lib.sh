@@ -13,13 +13,6 @@ SRC_PORT=$PGSYNC_SOURCE_PORT
 TGT_PORT=$PGSYNC_TARGET_PORT
 RESULTS=${RESULTS:-$root/bench-results}
 PGSYNC=${PGSYNC:-$root/bin/pgsync} # another build can be compared
-# RTT_MS (0, 2, 10...) puts a network between the consumers and the source:
-# a script that calls start_latency_proxy then has pgsync and native's
-# subscriber reach the source through scripts/latency-proxy, which delays
-# every chunk by half that round trip each way. Empty (the default): both
-# connect directly, as before. The target is always reached directly.
-RTT_MS=${RTT_MS:-}
-SRC_VIA_PORT=$SRC_PORT # the source's port as the consumers reach it
 mkdir -p "$RESULTS"
 
 # bench_exit is the EXIT trap bench_setup sets: it ends the script's
@@ -35,7 +28,7 @@ bench_exit() {
 bench_setup() {
   trap bench_exit EXIT
   bash "$root/scripts/install-pg.sh" >/dev/null
-  (cd "$root" && make -s build && go build -trimpath -o bin/discard ./scripts/discard)
+  (cd "$root" && make -s build)
   bash "$root/scripts/local-pg.sh" start >/dev/null
   bindir=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | tail -1)
   [ -n "$bindir" ] || bindir=$(pg_config --bindir)
@@ -44,35 +37,6 @@ bench_setup() {
   # build time), not the checkout's HEAD when the script ends.
   PGSYNC_COMMIT=$("$PGSYNC" version | awk '{print $2}')
   [ -n "$PGSYNC_COMMIT" ] || { echo "bench: $PGSYNC version names no commit" >&2; exit 1; }
-}
-
-# start_latency_proxy: with RTT_MS set, builds bin/latency-proxy and starts
-# it on SRC_PORT+100 in front of the source (its errors, such as a reset
-# connection, in $RESULTS/latency-proxy.log), and points SRC_VIA_PORT at
-# it; without RTT_MS it does nothing. Call it after setting the trap that
-# kills the script's jobs: the proxy is one of them.
-start_latency_proxy() {
-  [ -n "$RTT_MS" ] || return 0
-  case $RTT_MS in
-    '' | *[!0-9]*) echo "bench: RTT_MS must be a whole number of milliseconds, not '$RTT_MS'" >&2; return 2 ;;
-  esac
-  local port=$((SRC_PORT + 100))
-  if "$bindir/pg_isready" -q -h 127.0.0.1 -p "$port"; then
-    echo "bench: port $port, the latency proxy's, is already in use (a proxy left running?)" >&2
-    return 1
-  fi
-  (cd "$root" && go build -trimpath -o bin/latency-proxy ./scripts/latency-proxy)
-  "$root/bin/latency-proxy" -listen "127.0.0.1:$port" -target "127.0.0.1:$SRC_PORT" -rtt "${RTT_MS}ms" \
-    2>"$RESULTS/latency-proxy.log" &
-  wait_for 30 "the latency proxy" "$bindir/pg_isready" -q -h 127.0.0.1 -p "$port"
-  SRC_VIA_PORT=$port
-}
-
-# rtt_json: with RTT_MS set, a line '"rtt_ms": N,' (preceded by a newline)
-# to insert in a result's JSON; nothing otherwise, so the JSON of a run
-# without the proxy is unchanged.
-rtt_json() {
-  [ -z "$RTT_MS" ] || printf '\n  "rtt_ms": %s,' "$RTT_MS"
 }
 
 # psql_src DB [args...] / psql_tgt DB [args...]
@@ -103,12 +67,11 @@ SQL
   done
 }
 
-# write_config FILE JOB SRC_DB TGT_DB [TABLES]: the source through the
-# latency proxy when it runs.
+# write_config FILE JOB SRC_DB TGT_DB [TABLES]: a job's configuration.
 write_config() {
   cat >"$1" <<TOML
 [source]
-url = "postgres://postgres@127.0.0.1:$SRC_VIA_PORT/$3"
+url = "postgres://postgres@127.0.0.1:$SRC_PORT/$3"
 [target]
 url = "postgres://postgres@127.0.0.1:$TGT_PORT/$4"
 [job]
@@ -134,22 +97,6 @@ sample_proc() {
     prev=$ticks
     sleep "$every"
   done
-}
-
-# sampled_run NAME CMD...: runs CMD with stdout in $RESULTS/NAME.out and
-# stderr in $RESULTS/NAME.log, samples it into $RESULTS/NAME-rss.csv, and
-# sets run_secs, run_rss_avg, run_rss_peak (MB) and run_cpu (%).
-sampled_run() {
-  local name=$1; shift
-  local t0 t1 pid
-  t0=$(now)
-  "$@" >"$RESULTS/$name.out" 2>"$RESULTS/$name.log" &
-  pid=$!
-  sample_proc "$pid" "$RESULTS/$name-rss.csv" &
-  wait_exit "$pid" "${RUN_LIMIT:-1800}"
-  t1=$(now)
-  run_secs=$(elapsed "$t0" "$t1")
-  read -r run_rss_avg run_rss_peak run_cpu < <(rss_stats "$RESULTS/$name-rss.csv")
 }
 
 # wait_exit PID SECONDS: waits for PID (a child of this shell) and returns
@@ -180,10 +127,6 @@ wait_for() {
     fi
     sleep 0.2
   done
-}
-
-lsn_ge() { # lsn_ge A B: A >= B
-  [ "$(val_src postgres "SELECT '$1'::pg_lsn >= '$2'::pg_lsn")" = t ]
 }
 
 # children_cpu PORT: CPU seconds used so far by the ended children of the
@@ -258,18 +201,6 @@ END;
 SQL
 }
 
-# native_subscribe SRC_DB TGT_DB NAME: creates NAME's publication on the
-# source (both tables), the tables on the target and the subscription with
-# copy_data (through the latency proxy when it runs); returns once every
-# table is ready.
-native_subscribe() {
-  local sdb=$1 tdb=$2 name=$3
-  psql_src "$sdb" -c "CREATE PUBLICATION $name FOR TABLE bench_a, bench_b"
-  psql_tgt "$tdb" -c "$TABLES_DDL"
-  psql_tgt "$tdb" -c "CREATE SUBSCRIPTION $name CONNECTION 'host=127.0.0.1 port=$SRC_VIA_PORT dbname=$sdb user=postgres' PUBLICATION $name WITH (copy_data = true)"
-  wait_for 3600 "native initial copy" native_ready "$tdb"
-}
-
 # fresh_job NAME DDL: database NAME made anew on both clusters, DDL run on
 # the source, and a job of the same name over it, configured in
 # $RESULTS/NAME.toml (cfg) and bootstrapped (its log in
@@ -280,24 +211,6 @@ fresh_job() {
   cfg=$RESULTS/$1.toml
   write_config "$cfg" "$1" "$1" "$1"
   "$PGSYNC" -c "$cfg" bootstrap >/dev/null 2>"$RESULTS/$1-bootstrap.log"
-}
-
-# timed_native SRC_DB TGT_DB NAME CMD...: runs CMD, which subscribes NAME
-# and waits for its copy, and sets native_secs, native_src_cpu and
-# native_tgt_cpu from it; then drops the subscription, its slot and the
-# publication NAME.
-timed_native() {
-  local sdb=$1 tdb=$2 name=$3 s0 g0 t0 t1
-  shift 3
-  s0=$(children_cpu "$SRC_PORT") g0=$(children_cpu "$TGT_PORT")
-  t0=$(now)
-  "$@"
-  t1=$(now)
-  native_secs=$(elapsed "$t0" "$t1")
-  sleep 0.5
-  native_src_cpu=$(cpu_delta "$SRC_PORT" "$s0") native_tgt_cpu=$(cpu_delta "$TGT_PORT" "$g0")
-  drop_subscription "$tdb" "$name"
-  psql_src "$sdb" -c "SELECT pg_drop_replication_slot('$name')" -c "DROP PUBLICATION $name" >/dev/null
 }
 
 # orchestrate NAME: a script that runs other bench scripts, whose figures
@@ -335,18 +248,7 @@ drop_subscription() {
   psql_tgt "$1" -c "ALTER SUBSCRIPTION $2 DISABLE" -c "ALTER SUBSCRIPTION $2 SET (slot_name = NONE)" -c "DROP SUBSCRIPTION $2"
 }
 
-native_ready() {
-  [ "$(val_tgt "$1" "SELECT count(*) FILTER (WHERE srsubstate = 'r') = 2 FROM pg_subscription_rel")" = t ]
-}
-
 # lsn_ge_slot SLOT LSN: the slot's confirmed_flush_lsn reached LSN.
 lsn_ge_slot() {
   [ "$(val_src postgres "SELECT coalesce(confirmed_flush_lsn >= '$2'::pg_lsn, false) FROM pg_replication_slots WHERE slot_name = '$1'")" = t ]
-}
-
-# settle DB: vacuum the benchmark tables on the source and checkpoint both
-# clusters, so that a timed phase does not pay for the previous one's dirt.
-settle() {
-  psql_src "$1" -c "VACUUM ANALYZE bench_a, bench_b" -c "CHECKPOINT"
-  psql_tgt postgres -c "CHECKPOINT"
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"os"
 	"path/filepath"
 	"time"
 
@@ -26,18 +25,11 @@ func bigtxnMain(ctx context.Context, root string, args []string) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	b, stop, err := setup(ctx, root)
+	b, dir, stop, err := setupIn(ctx, root, *out)
 	if err != nil {
 		return err
 	}
 	defer stop()
-	dir := *out
-	if dir == "" {
-		dir = b.results
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
 
 	const db = "bigtxn"
 	if err := freshDB(ctx, db); err != nil {
@@ -53,7 +45,7 @@ func bigtxnMain(ctx context.Context, root string, args []string) error {
 	if err := pgsyncStep(ctx, b.pgsync, filepath.Join(dir, "bigtxn-bootstrap.log"), time.Hour, "-c", cfg, "bootstrap"); err != nil {
 		return err
 	}
-	fmt.Fprintf(os.Stderr, "harness: bigtxn: one transaction of %d rows\n", *rows)
+	say("bigtxn", "one transaction of %d rows", *rows)
 	if err := runSQL(ctx, sourcePort, db, fmt.Sprintf(
 		"INSERT INTO bench_a SELECT g, 'customer-' || g, g %% 1000, g / 7.0, now(), repeat(md5(g::text), 2) FROM generate_series(1, %d) g", *rows)); err != nil {
 		return err
@@ -87,6 +79,6 @@ func bigtxnMain(ctx context.Context, root string, args []string) error {
 		CPU:       benchres.PgsyncCPU{Pgsync: self, Walsender: round2(server.source), TargetBackend: round2(server.target)},
 		CPUAvgPct: round2(run.CPUAvgPct), HashesMatch: same,
 	}
-	fmt.Fprintf(os.Stderr, "harness: bigtxn: %.2f s, RSS peak %.1f MB, identical %v\n", res.Seconds, res.RSSPeakMB, same)
+	say("bigtxn", "%.2f s, RSS peak %.1f MB, identical %v", res.Seconds, res.RSSPeakMB, same)
 	return writeResult(filepath.Join(dir, "bigtxn.json"), res)
 }

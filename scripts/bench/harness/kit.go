@@ -5,11 +5,15 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -68,26 +72,33 @@ END;
 // freshDB drops database db on both clusters, its slots and subscriptions
 // first, and creates it empty.
 func freshDB(ctx context.Context, db string) error {
-	var onTarget bool
-	if err := query(ctx, targetPort, "postgres", "SELECT count(*) > 0 FROM pg_database WHERE datname = '"+db+"'", &onTarget); err != nil {
+	if err := dropSubscriptions(ctx, db); err != nil {
 		return err
-	}
-	if onTarget {
-		subs, err := column(ctx, targetPort, db, "SELECT quote_ident(subname) FROM pg_subscription WHERE subdbid = (SELECT oid FROM pg_database WHERE datname = current_database())")
-		if err != nil {
-			return err
-		}
-		for _, s := range subs {
-			if err := dropSubscription(ctx, db, s); err != nil {
-				return err
-			}
-		}
 	}
 	for _, port := range []int{sourcePort, targetPort} {
 		if err := dropSlots(ctx, port, db); err != nil {
 			return err
 		}
 		if err := recreateDB(ctx, port, db); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// dropSubscriptions drops every subscription of database db on the
+// target, if it exists, leaving their slots to the caller.
+func dropSubscriptions(ctx context.Context, db string) error {
+	var exists bool
+	if err := query(ctx, targetPort, "postgres", "SELECT count(*) > 0 FROM pg_database WHERE datname = '"+db+"'", &exists); err != nil || !exists {
+		return err
+	}
+	subs, err := column(ctx, targetPort, db, "SELECT quote_ident(subname) FROM pg_subscription WHERE subdbid = (SELECT oid FROM pg_database WHERE datname = current_database())")
+	if err != nil {
+		return err
+	}
+	for _, s := range subs {
+		if err := dropSubscription(ctx, db, s); err != nil {
 			return err
 		}
 	}
@@ -214,114 +225,124 @@ func (c jobConfig) write(path string) error {
 	return os.WriteFile(path, []byte(cfg), 0o600)
 }
 
-// runStats is what sampledRun measured of a program.
+// runStats is what a procSampler measured of a program.
 type runStats struct {
-	Seconds             float64
+	Seconds             float64 // the sampled span: the program's run
 	RSSAvgMB, RSSPeakMB float64 // VmRSS, MB of 2^20 bytes
 	CPUAvgPct           float64 // the average of each interval's CPU %
 }
 
 // sampledRun runs a program with its stdout in dir/name.out and its
-// stderr in dir/name.log, samples its VmRSS and CPU every sampleEvery into
-// dir/name-rss.csv (unix seconds, kB, % over the interval) and returns
-// once it has ended, with an error if it failed or ran past limit.
+// stderr in dir/name.log, samples it into dir/name-rss.csv (procSampler)
+// and returns once it has ended, with an error if it failed or ran past
+// limit.
 func sampledRun(ctx context.Context, dir, name string, limit time.Duration, env []string, prog string, args ...string) (runStats, error) {
-	var st runStats
-	csv, err := os.Create(filepath.Join(dir, name+"-rss.csv"))
-	if err != nil {
-		return st, err
-	}
-	defer csv.Close()
-	w := bufio.NewWriter(csv)
-	defer w.Flush()
-	fmt.Fprintln(w, "unix_s,rss_kb,cpu_pct")
-	t0 := time.Now()
 	p, err := start(dir, filepath.Join(dir, name+".out"), filepath.Join(dir, name+".log"), env, prog, args...)
 	if err != nil {
-		return st, err
+		return runStats{}, err
 	}
 	defer p.stop(10 * time.Second)
-	deadline := time.NewTimer(limit)
-	defer deadline.Stop()
-	tick := time.NewTicker(sampleEvery)
-	defer tick.Stop()
-	var rssSum, cpuSum float64
-	var rssN, cpuN int
-	prevTicks, prevAt := int64(-1), time.Now()
-	for {
-		if stat, err := readStat(p.pid()); err == nil {
-			if kb := vmRSS(p.pid()); kb > 0 {
-				now := time.Now()
-				pct := ""
-				if prevTicks >= 0 {
-					v := float64(stat.ticks-prevTicks) / clockTicks / now.Sub(prevAt).Seconds() * 100
-					pct = fmt.Sprintf("%.0f", v)
-					cpuSum += v
-					cpuN++
+	s, err := sampleProcess(p, filepath.Join(dir, name+"-rss.csv"))
+	if err != nil {
+		return runStats{}, err
+	}
+	defer s.stop()
+	if err := p.wait(ctx, limit); err != nil {
+		return runStats{}, fmt.Errorf("%s %s: %w (see %s)", filepath.Base(prog), strings.Join(args, " "), err, filepath.Join(dir, name+".log"))
+	}
+	st := s.stop()
+	if st.RSSPeakMB == 0 {
+		return st, fmt.Errorf("%s ended before its first sample: no memory figure", name)
+	}
+	return st, nil
+}
+
+// procSampler samples a process: its VmRSS and CPU every sampleEvery
+// into a CSV (unix seconds, kB, % over the interval), until the process
+// ends or stop is called (pgsync run, which a signal ends).
+type procSampler struct {
+	cancel context.CancelFunc
+	done   chan struct{}
+	stats  runStats // after done; Seconds is the sampled span
+}
+
+// sampleProcess starts sampling p into csvPath.
+func sampleProcess(p *process, csvPath string) (*procSampler, error) {
+	csv, err := os.Create(csvPath)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	s := &procSampler{cancel: cancel, done: make(chan struct{})}
+	go func() {
+		defer close(s.done)
+		defer csv.Close()
+		w := bufio.NewWriter(csv)
+		defer w.Flush()
+		fmt.Fprintln(w, "unix_s,rss_kb,cpu_pct")
+		tick := time.NewTicker(sampleEvery)
+		defer tick.Stop()
+		t0 := time.Now()
+		var rssSum, cpuSum float64
+		var rssN, cpuN int
+		prevTicks, prevAt := int64(-1), time.Now()
+		for {
+			if stat, err := readStat(p.pid()); err == nil {
+				if kb := vmRSS(p.pid()); kb > 0 {
+					now := time.Now()
+					pct := ""
+					if prevTicks >= 0 {
+						v := float64(stat.ticks-prevTicks) / clockTicks / now.Sub(prevAt).Seconds() * 100
+						pct = fmt.Sprintf("%.0f", v)
+						cpuSum += v
+						cpuN++
+					}
+					prevTicks, prevAt = stat.ticks, now
+					fmt.Fprintf(w, "%.3f,%d,%s\n", float64(now.UnixNano())/1e9, kb, pct)
+					rssSum += float64(kb)
+					rssN++
+					s.stats.RSSPeakMB = max(s.stats.RSSPeakMB, float64(kb)/1024)
 				}
-				prevTicks, prevAt = stat.ticks, now
-				fmt.Fprintf(w, "%.3f,%d,%s\n", float64(now.UnixNano())/1e9, kb, pct)
-				rssSum += float64(kb)
-				rssN++
-				st.RSSPeakMB = max(st.RSSPeakMB, float64(kb)/1024)
 			}
-		}
-		select {
-		case <-p.done:
-			st.Seconds = time.Since(t0).Seconds()
+			select {
+			case <-p.done:
+			case <-ctx.Done():
+			case <-tick.C:
+				continue
+			}
+			s.stats.Seconds = time.Since(t0).Seconds()
 			if rssN > 0 {
-				st.RSSAvgMB = rssSum / float64(rssN) / 1024
+				s.stats.RSSAvgMB = rssSum / float64(rssN) / 1024
 			}
 			if cpuN > 0 {
-				st.CPUAvgPct = cpuSum / float64(cpuN)
+				s.stats.CPUAvgPct = cpuSum / float64(cpuN)
 			}
-			if p.err != nil {
-				return st, fmt.Errorf("%s %s: %w (see %s)", filepath.Base(prog), strings.Join(args, " "), p.err, filepath.Join(dir, name+".log"))
-			}
-			if rssN == 0 {
-				return st, fmt.Errorf("%s ended before its first sample: no memory figure", name)
-			}
-			return st, nil
-		case <-deadline.C:
-			return st, fmt.Errorf("%s still running after %s, stopped", name, limit)
-		case <-ctx.Done():
-			return st, ctx.Err()
-		case <-tick.C:
+			return
 		}
-	}
+	}()
+	return s, nil
+}
+
+// stop ends the sampling, if the process has not ended it, and returns
+// what it measured; it may be called again.
+func (s *procSampler) stop() runStats {
+	s.cancel()
+	<-s.done
+	return s.stats
 }
 
 // vmRSS is a process's resident memory in kB (VmRSS), as the bench
 // scripts sampled it; 0 once it has gone.
-func vmRSS(pid int) int64 {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return 0
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
-			if f := strings.Fields(rest); len(f) > 0 {
-				kb, _ := strconv.ParseInt(f[0], 10, 64)
-				return kb
-			}
-		}
-	}
-	return 0
-}
+func vmRSS(pid int) int64 { return statusKB(pid, "VmRSS:") }
 
 // endedCPU is the CPU seconds used so far by the ended children of the
 // cluster's postmaster at port's data directory (backends and walsenders
 // that have exited): read before and after a step, it gives what the
 // step's sessions used.
 func endedCPU(dataDir string) (float64, error) {
-	b, err := os.ReadFile(filepath.Join(dataDir, "postmaster.pid"))
+	pm, err := postmasterPID(dataDir)
 	if err != nil {
 		return 0, err
-	}
-	first, _, _ := strings.Cut(string(b), "\n")
-	pm, err := strconv.Atoi(strings.TrimSpace(first))
-	if err != nil {
-		return 0, fmt.Errorf("%s/postmaster.pid: %w", dataDir, err)
 	}
 	st, err := readStat(pm)
 	if err != nil {
@@ -484,6 +505,30 @@ func command(scenario string, args []string) string {
 	return strings.TrimSpace("cd scripts/bench && go run ./harness -root ../.. " + scenario + " " + strings.Join(args, " "))
 }
 
+// intList reads a flag's comma-separated whole numbers, each valid by ok
+// and given once (each names a run's files): what says what they are, in
+// the error that names the flag.
+func intList(flag, s, what string, ok func(int) bool) ([]int, error) {
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || !ok(n) {
+			return nil, fmt.Errorf("%s %q: %q is not %s", flag, s, strings.TrimSpace(f), what)
+		}
+		if slices.Contains(out, n) {
+			return nil, fmt.Errorf("%s %q: %d is there twice", flag, s, n)
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}
+
+// say prints one step of a scenario on stderr, so that a long run says
+// what it is doing and what it waits for.
+func say(scenario, format string, args ...any) {
+	fmt.Fprintf(os.Stderr, "harness: %s: %s\n", scenario, fmt.Sprintf(format, args...))
+}
+
 // now is a result's date.
 func now() string { return time.Now().UTC().Format(time.RFC3339) }
 
@@ -531,4 +576,169 @@ func (b *bench) startLatencyProxy(ctx context.Context, rttMS int, logPath string
 		return 0, nil, err
 	}
 	return port, stop, nil
+}
+
+// pgbenchCommitted is the number of transactions pgbench's output in path
+// says it processed: its line "number of transactions actually processed:
+// N" (with -T) or "N/M" (with -t).
+func pgbenchCommitted(path string) (int64, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	s := bufio.NewScanner(f)
+	for s.Scan() {
+		rest, ok := strings.CutPrefix(s.Text(), "number of transactions actually processed:")
+		if !ok {
+			continue
+		}
+		done, _, _ := strings.Cut(strings.TrimSpace(rest), "/")
+		n, err := strconv.ParseInt(done, 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("%s: %q: %w", path, s.Text(), err)
+		}
+		return n, nil
+	}
+	if err := s.Err(); err != nil {
+		return 0, err
+	}
+	return 0, fmt.Errorf("%s has no \"number of transactions actually processed\" line", path)
+}
+
+// setWALSize runs stmt (an ALTER SYSTEM of max_wal_size) on both clusters
+// and reloads their configuration.
+func setWALSize(ctx context.Context, stmt string) error {
+	var errs []error
+	for _, port := range []int{sourcePort, targetPort} {
+		errs = append(errs, runSQL(ctx, port, "postgres", stmt, "SELECT pg_reload_conf()"))
+	}
+	return errors.Join(errs...)
+}
+
+// subscribe creates subscription name on the target database tgtDB, with
+// copy_data, to publication name of srcDB reached on srcPort (the latency
+// proxy's when one runs; the publication and the tables on the target
+// already made), and returns once its tables tables are ready (srsubstate
+// 'r').
+func subscribe(ctx context.Context, srcPort int, srcDB, tgtDB, name string, tables int) error {
+	if err := runSQL(ctx, targetPort, tgtDB, fmt.Sprintf(
+		"CREATE SUBSCRIPTION %s CONNECTION 'host=127.0.0.1 port=%d dbname=%s user=postgres' PUBLICATION %s WITH (copy_data = true)",
+		name, srcPort, srcDB, name)); err != nil {
+		return err
+	}
+	return waitFor(ctx, time.Hour, "the initial copy of subscription "+name, func() (bool, error) {
+		var ready int
+		err := query(ctx, targetPort, tgtDB, "SELECT count(*) FILTER (WHERE srsubstate = 'r') FROM pg_subscription_rel WHERE srsubid = (SELECT oid FROM pg_subscription WHERE subname = '"+name+"')", &ready)
+		return ready == tables, err
+	})
+}
+
+// timedNative times a native subscription's initial copy: subscription
+// name on tgtDB, to publication name of srcDB reached on srcPort (the
+// publication and the tables on the target already made), until every
+// one of its tables is ready (srsubstate 'r'). It returns the seconds and
+// the CPU of the server processes that ended with it (the table sync
+// workers and their walsenders), then drops the subscription, its slot and
+// the publication.
+func timedNative(ctx context.Context, srcPort int, srcDB, tgtDB, name string, tables int) (float64, serverCPU, error) {
+	mark, err := markCPU()
+	if err != nil {
+		return 0, serverCPU{}, err
+	}
+	t0 := time.Now()
+	if err := subscribe(ctx, srcPort, srcDB, tgtDB, name, tables); err != nil {
+		return 0, serverCPU{}, err
+	}
+	secs := time.Since(t0).Seconds()
+	cpu, err := mark.since()
+	if err != nil {
+		return 0, serverCPU{}, err
+	}
+	if err := dropSubscription(ctx, tgtDB, name); err != nil {
+		return 0, serverCPU{}, err
+	}
+	if err := dropSlot(ctx, name); err != nil {
+		return 0, serverCPU{}, err
+	}
+	if err := runSQL(ctx, sourcePort, srcDB, "DROP PUBLICATION "+name); err != nil {
+		return 0, serverCPU{}, err
+	}
+	return secs, cpu, nil
+}
+
+// pipeSpec is a plain COPY pipe between the clusters, the baseline the
+// copies are measured against.
+type pipeSpec struct {
+	srcPort      int // the port the source is reached on (the proxy's, when one runs)
+	srcDB, tgtDB string
+	to, from     string // options of COPY TO and COPY FROM: a format, FREEZE
+	// truncate empties each table in the target transaction that loads
+	// it: COPY FREEZE takes only a table created or truncated in its own
+	// transaction.
+	truncate bool
+}
+
+// pipeTables copies every table through its own pipe, all at once, and
+// returns the seconds until the last has committed. Connecting is timed
+// too, as psql's was.
+func pipeTables(ctx context.Context, p pipeSpec, tables []string) (float64, error) {
+	t0 := time.Now()
+	errs := make([]error, len(tables))
+	var wg sync.WaitGroup
+	for i, t := range tables {
+		wg.Go(func() { errs[i] = pipeTable(ctx, p, t) })
+	}
+	wg.Wait()
+	return time.Since(t0).Seconds(), errors.Join(errs...)
+}
+
+// pipeTable streams COPY table TO STDOUT from the source into COPY table
+// FROM STDIN in one target transaction, through an in-memory pipe: the
+// bytes are never parsed, as with psql | psql.
+func pipeTable(ctx context.Context, p pipeSpec, table string) error {
+	src, err := pgConn(ctx, p.srcPort, p.srcDB)
+	if err != nil {
+		return fmt.Errorf("pipe of %s: %w", table, err)
+	}
+	defer src.Close(context.Background())
+	tgt, err := pgConn(ctx, targetPort, p.tgtDB)
+	if err != nil {
+		return fmt.Errorf("pipe of %s: %w", table, err)
+	}
+	defer tgt.Close(context.Background())
+	tx, err := tgt.Begin(ctx)
+	if err != nil {
+		return fmt.Errorf("pipe of %s: BEGIN: %w", table, err)
+	}
+	// After a commit the rollback does nothing.
+	defer tx.Rollback(context.Background())
+	if p.truncate {
+		if _, err := tx.Exec(ctx, "TRUNCATE "+table); err != nil {
+			return fmt.Errorf("pipe of %s: TRUNCATE: %w", table, err)
+		}
+	}
+	r, w := io.Pipe()
+	read := make(chan error, 1)
+	go func() {
+		_, err := src.PgConn().CopyTo(ctx, w, strings.TrimSpace("COPY "+table+" TO STDOUT "+p.to))
+		// nil ends the target's COPY cleanly (EOF); an error fails it.
+		w.CloseWithError(err)
+		read <- err
+	}()
+	into := strings.TrimSpace("COPY " + table + " FROM STDIN " + p.from)
+	_, werr := tx.Conn().PgConn().CopyFrom(ctx, r, into)
+	// A failed COPY FROM stops reading: closing the pipe ends the COPY TO's
+	// writes, which would otherwise block.
+	r.CloseWithError(errors.New("the target's COPY ended"))
+	if rerr := <-read; rerr != nil && werr == nil {
+		return fmt.Errorf("pipe of %s: COPY TO: %w", table, rerr)
+	}
+	if werr != nil {
+		return fmt.Errorf("pipe of %s: %s: %w", table, into, werr)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return fmt.Errorf("pipe of %s: COMMIT: %w", table, err)
+	}
+	return nil
 }

@@ -59,3 +59,32 @@ func TestRound2(t *testing.T) {
 		}
 	}
 }
+
+// TestPgbenchCommitted reads the processed count of pgbench's -T output
+// (N) and of its -t output (N/M), and fails on a log without the line.
+func TestPgbenchCommitted(t *testing.T) {
+	dir := t.TempDir()
+	for name, c := range map[string]struct {
+		log  string
+		want int64
+	}{
+		"duration": {"transaction type: bench-100mb-txn.sql\nscaling factor: 1\nnumber of clients: 4\nduration: 5 s\nnumber of transactions actually processed: 12345\nnumber of failed transactions: 0 (0.000%)\ntps = 2468.9 (without initial connection time)\n", 12345},
+		"count":    {"number of transactions per client: 100\nnumber of transactions actually processed: 398/400\n", 398},
+	} {
+		path := filepath.Join(dir, name+".log")
+		if err := os.WriteFile(path, []byte(c.log), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		got, err := pgbenchCommitted(path)
+		if err != nil || got != c.want {
+			t.Errorf("%s: pgbenchCommitted = %d, %v; want %d", name, got, err, c.want)
+		}
+	}
+	path := filepath.Join(dir, "failed.log")
+	if err := os.WriteFile(path, []byte("pgbench: error: connection to server failed\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := pgbenchCommitted(path); err == nil {
+		t.Errorf("a log without the line gave %d, no error", n)
+	}
+}

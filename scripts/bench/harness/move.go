@@ -205,20 +205,8 @@ func (b *bench) moveDataset(ctx context.Context, scale int, res *benchres.Move) 
 // subscriptions, its move database (made anew, empty) and pgcopydb's
 // replication origins, and the lock of the application's role.
 func (b *bench) resetMove(ctx context.Context) error {
-	var exists bool
-	if err := query(ctx, targetPort, "postgres", "SELECT count(*) > 0 FROM pg_database WHERE datname = '"+moveDB+"'", &exists); err != nil {
+	if err := dropSubscriptions(ctx, moveDB); err != nil {
 		return err
-	}
-	if exists {
-		subs, err := column(ctx, targetPort, moveDB, "SELECT quote_ident(subname) FROM pg_subscription WHERE subdbid = (SELECT oid FROM pg_database WHERE datname = current_database())")
-		if err != nil {
-			return err
-		}
-		for _, s := range subs {
-			if err := runSQL(ctx, targetPort, moveDB, "ALTER SUBSCRIPTION "+s+" DISABLE", "ALTER SUBSCRIPTION "+s+" SET (slot_name = NONE)", "DROP SUBSCRIPTION "+s); err != nil {
-				return err
-			}
-		}
 	}
 	err := runSQL(ctx, targetPort, "postgres",
 		"DROP DATABASE IF EXISTS "+moveDB+" WITH (FORCE)",
@@ -230,6 +218,7 @@ func (b *bench) resetMove(ctx context.Context) error {
 	if err := runSQL(ctx, sourcePort, "postgres", "ALTER ROLE "+appRole+" RESET ALL"); err != nil {
 		return err
 	}
+	var exists bool
 	if err := query(ctx, sourcePort, "postgres", "SELECT count(*) > 0 FROM pg_database WHERE datname = '"+moveDB+"'", &exists); err != nil || !exists {
 		return err
 	}

@@ -84,17 +84,20 @@ func descendants(all map[int]procStat, root int) []int {
 // holds itself, without the shared buffers a PostgreSQL process maps or
 // the pages of its program file, so that a tool inside the server and one
 // outside it are measured alike.
-func rssAnon(pid int) int64 {
+func rssAnon(pid int) int64 { return statusKB(pid, "RssAnon:") * 1024 }
+
+// statusKB is a field of /proc/<pid>/status given in kB, such as
+// "VmRSS:"; 0 once the process has gone.
+func statusKB(pid int, field string) int64 {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
 		return 0
 	}
 	for _, line := range strings.Split(string(b), "\n") {
-		if rest, ok := strings.CutPrefix(line, "RssAnon:"); ok {
-			f := strings.Fields(rest)
-			if len(f) > 0 {
+		if rest, ok := strings.CutPrefix(line, field); ok {
+			if f := strings.Fields(rest); len(f) > 0 {
 				kb, _ := strconv.ParseInt(f[0], 10, 64)
-				return kb * 1024
+				return kb
 			}
 		}
 	}
@@ -107,14 +110,9 @@ func rssAnon(pid int) int64 {
 // (processes). It only grows, so two readings bracket the time spent
 // between them.
 func clusterCPU(dataDir string, all map[int]procStat) (float64, error) {
-	b, err := os.ReadFile(filepath.Join(dataDir, "postmaster.pid"))
+	pm, err := postmasterPID(dataDir)
 	if err != nil {
 		return 0, err
-	}
-	first, _, _ := strings.Cut(string(b), "\n")
-	pm, err := strconv.Atoi(strings.TrimSpace(first))
-	if err != nil {
-		return 0, fmt.Errorf("%s/postmaster.pid: %w", dataDir, err)
 	}
 	st, ok := all[pm]
 	if !ok {
@@ -127,6 +125,21 @@ func clusterCPU(dataDir string, all map[int]procStat) (float64, error) {
 		}
 	}
 	return float64(total) / clockTicks, nil
+}
+
+// postmasterPID is the pid of the cluster's postmaster, from its
+// postmaster.pid.
+func postmasterPID(dataDir string) (int, error) {
+	b, err := os.ReadFile(filepath.Join(dataDir, "postmaster.pid"))
+	if err != nil {
+		return 0, err
+	}
+	first, _, _ := strings.Cut(string(b), "\n")
+	pm, err := strconv.Atoi(strings.TrimSpace(first))
+	if err != nil {
+		return 0, fmt.Errorf("%s/postmaster.pid: %w", dataDir, err)
+	}
+	return pm, nil
 }
 
 // process is a program the harness started and will end: its output goes

@@ -118,6 +118,7 @@ func (s *sampler) at(t float64) sampled {
 // sample where the tool had copied every table (-1: never); or why it was
 // not ready within timeout or the tool failed.
 func (s *sampler) waitReady(ctx context.Context, timeout time.Duration) (ready, copied float64, why string, err error) {
+	lastSaid := time.Now()
 	for {
 		select {
 		case <-ctx.Done():
@@ -135,17 +136,28 @@ func (s *sampler) waitReady(ctx context.Context, timeout time.Duration) (ready, 
 			return 0, copied, failure.Error(), nil
 		}
 		if time.Since(s.t0) > timeout {
-			last := "no heartbeat on the target"
-			if n := len(taken); n > 0 && taken[n-1].LagSeconds != nil {
-				last = fmt.Sprintf("lag %.1f s", *taken[n-1].LagSeconds)
-			}
-			state := "copying"
-			if copied >= 0 {
-				state = "copied"
-			}
-			return 0, copied, fmt.Sprintf("not ready within %s (%s, %s)", timeout, state, last), nil
+			return 0, copied, fmt.Sprintf("not ready within %s (%s)", timeout, progress(taken, copied)), nil
+		}
+		// A run may take its whole timeout: say what it waits for.
+		if time.Since(lastSaid) >= 10*time.Second {
+			say("move", "%.0f s: waiting for ready (%s); -timeout %s or Ctrl-C ends the wait",
+				time.Since(s.t0).Seconds(), progress(taken, copied), timeout)
+			lastSaid = time.Now()
 		}
 	}
+}
+
+// progress says where a run stands: copying or copied, and the last lag.
+func progress(taken []sampled, copied float64) string {
+	last := "no heartbeat on the target"
+	if n := len(taken); n > 0 && taken[n-1].LagSeconds != nil {
+		last = fmt.Sprintf("lag %.1f s", *taken[n-1].LagSeconds)
+	}
+	state := "copying"
+	if copied >= 0 {
+		state = "copied"
+	}
+	return state + ", " + last
 }
 
 // readyIn decides readiness from the samples taken so far: ready is the

@@ -103,6 +103,23 @@ func setup(ctx context.Context, root string) (b *bench, stop func(), err error) 
 	return b, stop, nil
 }
 
+// setupIn is setup for a scenario that writes its files in out (default
+// bench-results/), made if missing.
+func setupIn(ctx context.Context, root, out string) (b *bench, dir string, stop func(), err error) {
+	if b, stop, err = setup(ctx, root); err != nil {
+		return nil, "", nil, err
+	}
+	dir = out
+	if dir == "" {
+		dir = b.results
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		stop()
+		return nil, "", nil, err
+	}
+	return b, dir, stop, nil
+}
+
 // run runs name with args in the repository, with env added to the
 // harness's environment and its output on the harness's stderr; it is
 // ended by ctx or after limit.
