@@ -31,7 +31,7 @@ work=$(mktemp -d)
 cleanup() { git -C "$root" worktree remove --force "$work/base" 2>/dev/null || true; rm -rf "$work"; }
 trap cleanup EXIT
 git -C "$root" worktree add -q --detach "$work/base" "$BASE"
-(cd "$work/base" && go build -trimpath -o "$work/pgsync-base" ./cmd/pgsync)
+(cd "$work/base" && go build -trimpath -ldflags "-X github.com/pgsync/pgsync/cmd.Version=$BASE" -o "$work/pgsync-base" ./cmd/pgsync)
 (cd "$root" && make -s build)
 head=$(git -C "$root" describe --always --dirty)
 compare=false

@@ -21,7 +21,7 @@ earlier=$(mktemp -d)
 trap 'for t in "$earlier"/*/src; do git worktree remove --force "$t" 2>/dev/null || true; done; rm -rf "$earlier"' EXIT
 build_earlier() {
   git worktree add -q --detach "$earlier/$1/src" "$1"
-  (cd "$earlier/$1/src" && go build -trimpath -o "$earlier/$1/pgsync" ./cmd/pgsync)
+  (cd "$earlier/$1/src" && go build -trimpath -ldflags "-X github.com/pgsync/pgsync/cmd.Version=$1" -o "$earlier/$1/pgsync" ./cmd/pgsync)
   echo "$earlier/$1/pgsync"
 }
 

@@ -237,7 +237,14 @@ need() {
 # (scripts/bench/harness), which starts and stops the bench clusters itself
 # and writes its typed result; PGSYNC, when set, names the build it
 # measures.
-harness() { (cd "$root/scripts/bench" && go run ./harness -root ../.. "$@"); }
+# A relative PGSYNC is taken from the caller's directory; the default build
+# (bin/pgsync) is left to the harness, which makes it.
+harness() {
+  local bin
+  bin=$(realpath "$PGSYNC")
+  [ "$bin" != "$(realpath "$root/bin/pgsync")" ] || bin=""
+  (cd "$root/scripts/bench" && PGSYNC=$bin go run ./harness -root ../.. "$@")
+}
 
 # step MESSAGE: a timestamped progress line of an orchestrating script.
 step() { echo "$(basename "$0" .sh): $(date -u +%H:%M:%S) $*"; }

@@ -10,6 +10,8 @@
 # Writes RESULTS/bench-<dataset>.json and its side files.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
+# PGSYNC (another build to measure) is taken from the caller's directory.
+[ -z "${PGSYNC:-}" ] || export PGSYNC=$(realpath "$PGSYNC")
 DATASET=${DATASET:-100MB}
 CDC_SECONDS=${CDC_SECONDS:-60}
 RTT_MS=${RTT_MS:-}

@@ -10,6 +10,8 @@
 # steps' files.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
+# PGSYNC (another build to measure) is taken from the caller's directory.
+[ -z "${PGSYNC:-}" ] || export PGSYNC=$(realpath "$PGSYNC")
 RESULTS=${RESULTS:-$root/bench-results}
 mkdir -p "$RESULTS"
 RESULTS=$(cd "$RESULTS" && pwd)

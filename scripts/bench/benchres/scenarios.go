@@ -2,7 +2,8 @@ package benchres
 
 // The scenarios beside the whole move. Their JSON keys are the ones the bash
 // scripts they replace wrote, so that the results recorded before the
-// harness read as the harness's own. Sizes are in MB (10^6 bytes for rates,
+// harness read as the harness's own; the ratios the scripts also wrote are
+// left to the page, which computes them. Sizes are in MB (10^6 bytes for rates,
 // 2^20 for resident memory, as the scripts had them); CPU in seconds.
 
 // ServerCPU is the CPU seconds of the source's and the target's processes
@@ -130,6 +131,7 @@ type CatchupPgsync struct {
 	RowsApplied int64     `json:"row_ops_applied"`
 	RSSAvgMB    float64   `json:"rss_avg_mb"`
 	RSSPeakMB   float64   `json:"rss_peak_mb"`
+	CPUAvgPct   float64   `json:"cpu_avg_pct"`
 	CPU         PgsyncCPU `json:"cpu_seconds"`
 	// TargetCommits counts the target's commits in the database during
 	// the run: pgsync's grouped transactions, what synchronous_commit
@@ -254,16 +256,19 @@ type FreezeRun struct {
 // --rows beside the copy of the same table, with differences planted on
 // the target.
 type VerifyRows struct {
-	Command         string      `json:"command"`
-	Date            string      `json:"date"`
-	Env             Environment `json:"environment"`
-	Rows            int64       `json:"rows"`
-	TableMB         float64     `json:"table_mb"`
-	CopySeconds     float64     `json:"copy_seconds"`
-	VerifySeconds   float64     `json:"verify_seconds"`
-	VerifyRSSPeakMB float64     `json:"verify_rss_peak_mb"`
-	RowsSeconds     float64     `json:"verify_rows_seconds"`
-	RowsRSSPeakMB   float64     `json:"verify_rows_rss_peak_mb"`
-	Planted         int         `json:"differences_planted"`
-	Named           int         `json:"differences_named"`
+	Command string      `json:"command"`
+	Date    string      `json:"date"`
+	Env     Environment `json:"environment"`
+	Rows    int64       `json:"rows"`
+	TableMB float64     `json:"table_mb"`
+	// BootstrapSeconds is the whole bootstrap, CopySeconds its copy of the
+	// table (from its log).
+	BootstrapSeconds float64 `json:"bootstrap_seconds"`
+	CopySeconds      float64 `json:"copy_seconds"`
+	VerifySeconds    float64 `json:"verify_seconds"`
+	VerifyRSSPeakMB  float64 `json:"verify_rss_peak_mb"`
+	RowsSeconds      float64 `json:"verify_rows_seconds"`
+	RowsRSSPeakMB    float64 `json:"verify_rows_rss_peak_mb"`
+	Planted          int     `json:"differences_planted"`
+	Named            int     `json:"differences_named"`
 }

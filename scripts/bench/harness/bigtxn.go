@@ -61,6 +61,9 @@ func bigtxnMain(ctx context.Context, root string, args []string) error {
 	if err != nil {
 		return err
 	}
+	// The walsender and the target's backend are reaped within a second,
+	// as the script waited.
+	time.Sleep(500 * time.Millisecond)
 	server, err := mark.since()
 	if err != nil {
 		return err

@@ -356,7 +356,7 @@ func (b *bench) catchupPgsync(ctx context.Context, c catchupConfig, cfg string) 
 	}
 	r = benchres.CatchupPgsync{
 		Seconds: round2(run.Seconds), TxnApplied: int64(nums["txns"]), RowsApplied: int64(nums["rows"]),
-		RSSAvgMB: round2(run.RSSAvgMB), RSSPeakMB: round2(run.RSSPeakMB),
+		RSSAvgMB: round2(run.RSSAvgMB), RSSPeakMB: round2(run.RSSPeakMB), CPUAvgPct: round2(run.CPUAvgPct),
 		CPU:           benchres.PgsyncCPU{Pgsync: nums["cpu_s"], Walsender: round2(server.source), TargetBackend: round2(server.target)},
 		TargetCommits: int(commits1 - commits0), HashesMatch: same,
 	}

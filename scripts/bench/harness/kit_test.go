@@ -88,3 +88,39 @@ func TestPgbenchCommitted(t *testing.T) {
 		t.Errorf("a log without the line gave %d, no error", n)
 	}
 }
+
+func TestVersionCommit(t *testing.T) {
+	for line, want := range map[string]string{
+		"pgsync 1fffa62 (commit 1fffa62, go1.26.8)\n":                              "1fffa62",
+		"pgsync 011a36b-dirty (commit unknown, go1.26.8)":                          "011a36b-dirty",
+		"pgsync dev (commit 2ba6cfc0123456789abcdef0123456789abcdef0, go1.26.8)\n": "2ba6cfc",
+	} {
+		if got, err := versionCommit(line); err != nil || got != want {
+			t.Errorf("versionCommit(%q) = %q, %v; want %q", line, got, err, want)
+		}
+	}
+	for _, bad := range []string{"pgsync dev (commit unknown, go1.26.8)", "", "pgsync"} {
+		if got, err := versionCommit(bad); err == nil {
+			t.Errorf("versionCommit(%q) = %q, want an error", bad, got)
+		}
+	}
+}
+
+func TestReportsDifference(t *testing.T) {
+	dir := t.TempDir()
+	for text, want := range map[string]bool{
+		"public.items  200000  200001  83c6  75ef  DIFFERS\npgsync: 1 of 1 tables differ: public.items\n": true,
+		"public.items (17): only on the source\n":                                                         true,
+		"public.items (42): values differ (qty)\n":                                                        true,
+		"all 2 tables identical\n":                                                                        false,
+		"pgsync: connect to the target: connection refused\n":                                             false,
+	} {
+		path := filepath.Join(dir, "report.txt")
+		if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if got := reportsDifference(path); got != want {
+			t.Errorf("reportsDifference(%q) = %v, want %v", text, got, want)
+		}
+	}
+}

@@ -11,6 +11,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/pgsync/pgsync/scripts/bench/benchres"
@@ -113,6 +114,11 @@ func setupIn(ctx context.Context, root, out string) (b *bench, dir string, stop 
 	if dir == "" {
 		dir = b.results
 	}
+	// Absolute: the programs the harness starts run in it.
+	if dir, err = filepath.Abs(dir); err != nil {
+		stop()
+		return nil, "", nil, err
+	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		stop()
 		return nil, "", nil, err
@@ -131,6 +137,11 @@ func (b *bench) run(ctx context.Context, limit time.Duration, env []string, name
 	cmd.Env = append(os.Environ(), env...)
 	cmd.Stdout = os.Stderr
 	cmd.Stderr = os.Stderr
+	// A group of its own, ended whole: a pipe run by bash -c (pg_dump |
+	// psql) does not outlive a timeout or an interrupt.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	cmd.WaitDelay = 10 * time.Second
 	if err := cmd.Run(); err != nil {
 		return fmt.Errorf("%s %s: %w", name, strings.Join(args, " "), err)
 	}
@@ -149,6 +160,24 @@ func url(port int, db string) string {
 	return fmt.Sprintf("postgres://postgres@127.0.0.1:%d/%s?sslmode=disable", port, db)
 }
 
+// versionCommit is the commit of pgsync's version line: the version the
+// Makefile stamps ("pgsync 1a2b3c4 (commit ...)"), or, for a plain go
+// build in a checkout ("pgsync dev (commit 1a2b3c4d..., go...)"), the
+// first seven digits of the commit Go recorded.
+func versionCommit(line string) (string, error) {
+	f := strings.Fields(line)
+	if len(f) >= 2 && f[1] != "dev" {
+		return f[1], nil
+	}
+	if _, rest, ok := strings.Cut(line, "(commit "); ok {
+		c := strings.TrimRight(strings.Fields(rest)[0], ",)")
+		if len(c) >= 7 && c != "unknown" {
+			return c[:7], nil
+		}
+	}
+	return "", fmt.Errorf("pgsync was built without a commit (%q)", strings.TrimSpace(line))
+}
+
 // environmentOf describes the machine and the build of the pgsync binary
 // at bin: the commit is the one it was built from (its version command).
 func (b *bench) environmentOf(ctx context.Context, bin string) (benchres.Environment, error) {
@@ -157,11 +186,8 @@ func (b *bench) environmentOf(ctx context.Context, bin string) (benchres.Environ
 	if err != nil {
 		return env, fmt.Errorf("%s version: %w", bin, err)
 	}
-	if f := strings.Fields(string(out)); len(f) >= 2 {
-		env.Commit = f[1]
-	}
-	if env.Commit == "" || env.Commit == "dev" {
-		return env, fmt.Errorf("pgsync was built without a commit (%q)", strings.TrimSpace(string(out)))
+	if env.Commit, err = versionCommit(string(out)); err != nil {
+		return env, fmt.Errorf("%s: %w", bin, err)
 	}
 	out, err = exec.CommandContext(ctx, filepath.Join(b.bindir, "postgres"), "--version").Output()
 	if err != nil {
