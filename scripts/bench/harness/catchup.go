@@ -297,8 +297,10 @@ func peek(ctx context.Context, slot, walEnd, extra string) (float64, error) {
 		return 0, err
 	}
 	var changes int64
+	decode, cancel := context.WithTimeout(ctx, catchupLimit)
+	defer cancel()
 	t0 := time.Now()
-	err := query(ctx, sourcePort, catchupDB, fmt.Sprintf(`SELECT count(*) FROM pg_logical_slot_peek_binary_changes('%s', '%s', NULL,
+	err := query(decode, sourcePort, catchupDB, fmt.Sprintf(`SELECT count(*) FROM pg_logical_slot_peek_binary_changes('%s', '%s', NULL,
   'proto_version', '1', 'publication_names', 'pgsync_catchup'%s)`, slot, walEnd, extra), &changes)
 	if err != nil {
 		return 0, fmt.Errorf("catchup: peek on slot %s: %w", slot, err)
