@@ -85,6 +85,8 @@ func catchupMain(ctx context.Context, root string, args []string) error {
 	if err != nil {
 		return err
 	}
+	// The command as it was given: its defaults, not the paths they became.
+	res.Command = command("catchup", args)
 	return writeResult(filepath.Join(dir, "catchup.json"), res)
 }
 

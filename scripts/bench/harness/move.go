@@ -90,7 +90,7 @@ func moveMain(ctx context.Context, root string, args []string) error {
 		}
 	}
 	res := benchres.Move{
-		Command: "cd scripts/bench && go run ./harness -root ../.. move " + strings.Join(args, " "),
+		Command: command("move", args),
 		Date:    time.Now().UTC().Format(time.RFC3339),
 		Env:     b.env, Scale: c.scale, Rate: c.rate,
 		ReadyLagSeconds: readyLag.Seconds(), HoldSeconds: hold.Seconds(), TimeoutSeconds: c.timeout.Seconds(),
