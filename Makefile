@@ -45,7 +45,7 @@ demo: pg-install build
 # The first benchmarks page's set, at the commit checked out, then both
 # pages (docs/benchmarks.md): the whole move under load (pgsync, native,
 # pgcopydb --follow; 3 runs each), the copy, the catch-up and one large
-# transaction. About 30 minutes on 2 cores. The bench clusters are stopped
+# transaction. 16 minutes on 2 cores at d99166e. The bench clusters are stopped
 # at the end, pass or fail. bash scripts/bench-all.sh runs every benchmark.
 BENCH_PG := PGSYNC_PG_DIR=/tmp/pgsync-bench-pg PGSYNC_SOURCE_PORT=57432 PGSYNC_TARGET_PORT=57433
 bench: pg-install build

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Every benchmark behind docs/benchmarks.md and its details page, one after
 # the other, at the commit checked out, then the pages themselves
-# (scripts/bench). About two hours on a 2-core machine; needs ~45 GB free
-# for the 10 GB copy. Run it on an idle machine: every figure is a ratio
+# (scripts/bench). Its longest parts are the 10 GB copy (needs ~45 GB
+# free) and the three-run whole move; it was last run whole before the
+# harness took the ported scenarios over. Run it on an idle machine: every figure is a ratio
 # between contenders measured minutes apart, and anything else running
 # skews them.
 #   bash scripts/bench-all.sh
