@@ -81,6 +81,10 @@ func moveMain(ctx context.Context, root string, args []string) error {
 	if c.out == "" {
 		c.out = filepath.Join(b.results, "move")
 	}
+	// Absolute: the tools run in their run's directory, given paths in it.
+	if c.out, err = filepath.Abs(c.out); err != nil {
+		return err
+	}
 	if err := os.MkdirAll(c.out, 0o755); err != nil {
 		return err
 	}
