@@ -15,8 +15,10 @@ import (
 type Results struct {
 	Dir string // bench-results/, as the pages name it
 
-	// Move is the harness's whole move under load (move/move.json).
-	Move benchres.Move
+	// Move is the harness's whole move under load (move/move.json);
+	// Move10GB the same at about 10 GB (move-10gb/move.json), outside
+	// make bench.
+	Move, Move10GB benchres.Move
 
 	Bench100MB, Bench1GB benchres.CDC
 	Copy                 benchres.Copy
@@ -118,6 +120,7 @@ func load(root string) (*Results, error) {
 	l := &loader{dir: filepath.Join(root, "bench-results")}
 	r := &Results{Dir: "bench-results", Experiments: map[string][]Named[benchres.Catchup]{}}
 	l.json("move/move.json", &r.Move)
+	l.json("move-10gb/move.json", &r.Move10GB)
 	l.json("bench-100mb.json", &r.Bench100MB)
 	l.json("bench-1gb.json", &r.Bench1GB)
 	l.json("copy.json", &r.Copy)

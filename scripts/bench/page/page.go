@@ -18,6 +18,7 @@ type Page struct {
 	// commit, and what it measured.
 	Bench      BenchRun
 	Move       MoveSummary
+	Move10GB   MoveSummary // the details page's
 	MoveCharts []Chart
 	// MoveGapMet, CopyMet, CatchupMet and BigTxnMet say whether the first
 	// page's goals were met; MoveBound says what bounds the whole move.
@@ -116,6 +117,9 @@ func build(root string, r *Results) (*Page, error) {
 	}
 	if p.Move, err = summarizeMove(r.Move); err != nil {
 		return nil, err
+	}
+	if p.Move10GB, err = summarizeMove(r.Move10GB); err != nil {
+		return nil, fmt.Errorf("move-10gb: %w", err)
 	}
 
 	// The one-table copy: pgsync's fastest run against native's.
