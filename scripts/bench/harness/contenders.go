@@ -9,7 +9,6 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -193,30 +192,10 @@ func logTimes(path string) (loggedTimes, error) {
 
 // parseLogLine takes the time and the message of one slog text line.
 func parseLogLine(line string) (time.Time, string, bool) {
-	rest, ok := strings.CutPrefix(line, "time=")
-	if !ok {
-		return time.Time{}, "", false
-	}
-	stamp, rest, _ := strings.Cut(rest, " ")
-	t, err := time.Parse(time.RFC3339Nano, stamp)
-	if err != nil {
-		return time.Time{}, "", false
-	}
-	i := strings.Index(rest, "msg=")
-	if i < 0 {
-		return time.Time{}, "", false
-	}
-	rest = rest[i+len("msg="):]
-	if strings.HasPrefix(rest, `"`) {
-		msg, err := strconv.QuotedPrefix(rest)
-		if err != nil {
-			return time.Time{}, "", false
-		}
-		unquoted, err := strconv.Unquote(msg)
-		return t, unquoted, err == nil
-	}
-	msg, _, _ := strings.Cut(rest, " ")
-	return t, msg, true
+	kv := parseLogfmt(line)
+	msg, hasMsg := kv["msg"]
+	t, err := time.Parse(time.RFC3339Nano, kv["time"])
+	return t, msg, hasMsg && err == nil
 }
 
 // nativeMove is PostgreSQL's own: pg_dump --schema-only restored on the

@@ -10,7 +10,7 @@ import (
 // runSQL runs each statement on database db of the cluster at port, in its
 // own implicit transaction, on one connection.
 func runSQL(ctx context.Context, port int, db string, statements ...string) error {
-	conn, err := pgx.Connect(ctx, url(port, db))
+	conn, err := pgConn(ctx, port, db)
 	if err != nil {
 		return err
 	}
@@ -25,7 +25,7 @@ func runSQL(ctx context.Context, port int, db string, statements ...string) erro
 
 // query scans the one row of q into dest.
 func query(ctx context.Context, port int, db, q string, dest ...any) error {
-	conn, err := pgx.Connect(ctx, url(port, db))
+	conn, err := pgConn(ctx, port, db)
 	if err != nil {
 		return err
 	}
@@ -38,7 +38,7 @@ func query(ctx context.Context, port int, db, q string, dest ...any) error {
 
 // column is the first column of every row of q.
 func column(ctx context.Context, port int, db, q string) ([]string, error) {
-	conn, err := pgx.Connect(ctx, url(port, db))
+	conn, err := pgConn(ctx, port, db)
 	if err != nil {
 		return nil, err
 	}
