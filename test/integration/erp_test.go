@@ -264,7 +264,7 @@ func TestERPIntoEmptyTarget(t *testing.T) {
 	again.srcExec("CREATE PUBLICATION erp_native_pub FOR TABLE " + strings.Join(erpTables, ", ") + " WITH (publish_via_partition_root = false)")
 	r2 := again.mustPgsync("bootstrap")
 	if got := bootstrapCounts(r2.stdout); got != built {
-		t.Errorf("a second bootstrap of the same schema reports %q, the first %q", got, built)
+		t.Errorf("a second bootstrap of the same schema reports %q, the first %q\n%s", got, built, r2.stderr)
 	}
 }
 

@@ -182,6 +182,7 @@ func checkpoint(ctx context.Context) error {
 // waitFor polls cond every 200 ms until it holds; after limit it fails,
 // naming what it waited for.
 func waitFor(ctx context.Context, limit time.Duration, what string, cond func() (bool, error)) error {
+	defer waiting(what, limit)()
 	deadline := time.Now().Add(limit)
 	for {
 		ok, err := cond()
@@ -549,6 +550,32 @@ func intList(flag, s, what string, ok func(int) bool) ([]int, error) {
 	return out, nil
 }
 
+// waiting says every 10 s, until done is called, what the harness still
+// waits for, how long it is given and what else ends the wait, so that a
+// long step is never silent.
+func waiting(what string, limit time.Duration) (done func()) {
+	if first, _, cut := strings.Cut(strings.TrimSpace(what), "\n"); cut || len(first) > 100 {
+		what = first[:min(len(first), 100)] + " ..."
+	}
+	t0 := time.Now()
+	stop := make(chan struct{})
+	go func() {
+		tick := time.NewTicker(10 * time.Second)
+		defer tick.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-tick.C:
+				fmt.Fprintf(os.Stderr, "harness: still waiting for %s (%.0f s of at most %s; Ctrl-C ends it)\n",
+					what, time.Since(t0).Seconds(), limit)
+			}
+		}
+	}()
+	var once sync.Once
+	return func() { once.Do(func() { close(stop) }) }
+}
+
 // say prints one step of a scenario on stderr, so that a long run says
 // what it is doing and what it waits for.
 func say(scenario, format string, args ...any) {
@@ -713,6 +740,7 @@ type pipeSpec struct {
 func pipeTables(ctx context.Context, p pipeSpec, tables []string) (float64, error) {
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Hour)
 	defer cancel()
+	defer waiting("the COPY pipes of "+strings.Join(tables, ", "), 2*time.Hour)()
 	t0 := time.Now()
 	errs := make([]error, len(tables))
 	var wg sync.WaitGroup

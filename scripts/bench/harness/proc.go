@@ -146,6 +146,7 @@ func postmasterPID(dataDir string) (int, error) {
 // to a log file.
 type process struct {
 	name string
+	what string // its command line, for the harness's waiting lines
 	cmd  *exec.Cmd
 	done chan struct{}
 	err  error // after done
@@ -183,7 +184,7 @@ func start(dir, outPath, errPath string, env []string, name string, args ...stri
 		closeLogs()
 		return nil, fmt.Errorf("start %s: %w", name, err)
 	}
-	p := &process{name: filepath.Base(name), cmd: cmd, done: make(chan struct{})}
+	p := &process{name: filepath.Base(name), what: strings.Join(append([]string{filepath.Base(name)}, args...), " "), cmd: cmd, done: make(chan struct{})}
 	go func() {
 		p.err = cmd.Wait()
 		closeLogs()
@@ -207,6 +208,7 @@ func (p *process) exited() bool {
 // wait waits at most limit for the process to end on its own, and returns
 // its error; one still running then is an error.
 func (p *process) wait(ctx context.Context, limit time.Duration) error {
+	defer waiting(p.what, limit)()
 	select {
 	case <-p.done:
 		return p.err

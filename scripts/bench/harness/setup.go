@@ -142,6 +142,7 @@ func (b *bench) run(ctx context.Context, limit time.Duration, env []string, name
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	cmd.WaitDelay = 10 * time.Second
+	defer waiting(strings.Join(append([]string{filepath.Base(name)}, args...), " "), limit)()
 	if err := cmd.Run(); err != nil {
 		return fmt.Errorf("%s %s: %w", name, strings.Join(args, " "), err)
 	}
