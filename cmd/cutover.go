@@ -125,8 +125,23 @@ func (a *app) printCutover(rep *job.CutoverReport, asJSON bool) {
 	if len(rep.Tables) > 0 {
 		job.PrintTables(a.stdout, rep.Tables)
 	}
-	if rep.Resumed {
-		fmt.Fprintf(a.stdout, "finished:        %s: the way back is set up (an interrupted cutover --reverse had ended the job at %s; nothing compared again: pgsync verify)\n", rep.Finished.Format(time.RFC3339), rep.SourceLSN)
+	if rep.AlreadyDone {
+		if r := rep.Reverse; r != nil {
+			fmt.Fprintf(a.stdout, "way back:        job %s streams the target back to the source from %s: pgsync run -c %s (rollback: pgsync cutover -c %s)\n", r.Job, r.From, r.Config, r.Config)
+		}
+		verdict := "the comparison at the cutover position was interrupted: pgsync verify compares"
+		if rep.Identical {
+			verdict = "all tables were identical at the cutover position"
+		}
+		fmt.Fprintf(a.stdout, "finished:        done before, ready at %s (%s); nothing changed\n", rep.ReadyAt.Format(time.RFC3339), verdict)
+		return
+	}
+	if rep.Resumed && rep.Identical {
+		fmt.Fprintf(a.stdout, "finished:        %s: an interrupted cutover finished; all %d tables identical at the cutover position\n", rep.Finished.Format(time.RFC3339), len(rep.Tables))
+		return
+	}
+	if rep.Resumed && len(rep.Tables) == 0 && !rep.ReadyAt.IsZero() {
+		fmt.Fprintf(a.stdout, "finished:        %s: an interrupted cutover finished; it had been reported ready at %s, and its comparison was interrupted: pgsync verify compares\n", rep.Finished.Format(time.RFC3339), rep.ReadyAt.Format(time.RFC3339))
 		return
 	}
 	if !rep.Finished.IsZero() && !rep.Identical {

@@ -52,10 +52,13 @@ type CutoverReport struct {
 	// reverse job) had locked on its target, given their writes back.
 	UnlockedRoles []string `json:"unlocked_roles,omitempty"`
 	// Reverse is the reverse job cutover --reverse set up. Resumed: it
-	// finished the way back of a job an interrupted cutover --reverse had
-	// already ended (nothing waited for, nothing compared again).
-	Reverse       *ReverseReport  `json:"reverse,omitempty"`
-	Resumed       bool            `json:"resumed,omitempty"`
+	// finished a cutover that a kill had interrupted (its record on the
+	// target said where).
+	Reverse *ReverseReport `json:"reverse,omitempty"`
+	Resumed bool           `json:"resumed,omitempty"`
+	// AlreadyDone: the cutover had finished before; this one changed
+	// nothing and reports how it ended.
+	AlreadyDone   bool            `json:"already_done,omitempty"`
 	VerifySeconds float64         `json:"verify_seconds"`
 	Tables        []verify.Result `json:"tables"`
 	Identical     bool            `json:"identical"`
@@ -87,71 +90,121 @@ const terminateWait = 5 * time.Second
 
 // Cutover checks the lag, optionally makes the source read-only for
 // o.LockRoles, waits until the target has applied everything up to the
-// source's WAL position, sets the target's sequences and verifies. The
-// report is returned on every exit; once roles are locked, every error
-// says which and how to undo it.
+// source's WAL position, sets the target's sequences, reports the target
+// ready and verifies. Its steps (cutoverSteps) record their progress on
+// the target, so that a rerun after a kill at any statement finishes
+// where an uninterrupted cutover ends, and a rerun of a finished one
+// reports it and changes nothing. The report is returned on every exit;
+// once roles are locked, every error says which and how to go on.
 func (j *Job) Cutover(ctx context.Context, o CutoverOptions) (*CutoverReport, error) {
 	rep := &CutoverReport{Job: j.opts.Job, Started: time.Now().UTC()}
-	err := j.cutover(ctx, o, rep)
+	r, err := j.newCutoverRun(ctx, o, rep)
+	if err == nil {
+		err = runSteps(ctx, j.log, "cutover", cutoverSteps(r.sh, r))
+		r.closeViews(ctx)
+		if err == nil && r.found != "" {
+			err = fmt.Errorf("%s at the cutover position, compared after the target was reported ready: %w", r.found, ErrTablesDiffer)
+		}
+	}
 	rep.Finished = time.Now().UTC()
-	if err != nil && len(rep.LockedRoles) > 0 {
-		err = fmt.Errorf("%w; the source stays read-only for role(s) %s: undo with pgsync cutover --unlock-source %s",
-			err, strings.Join(rep.LockedRoles, ", "), strings.Join(rep.LockedRoles, ","))
+	switch {
+	case err == nil || len(rep.LockedRoles) == 0:
+	case r.rec.Step.Before(ledger.CutoverReversed):
+		err = fmt.Errorf("%w; the source stays read-only for role(s) %s: rerun pgsync cutover with the same flags to finish (it resumes after step %q), or undo with pgsync cutover --unlock-source %s",
+			err, strings.Join(rep.LockedRoles, ", "), r.rec.Step, strings.Join(rep.LockedRoles, ","))
+	default:
+		err = fmt.Errorf("%w; the job is reversed and the source stays read-only for role(s) %s: rerun pgsync cutover --reverse to finish (it resumes after step %q)",
+			err, strings.Join(rep.LockedRoles, ", "), r.rec.Step)
 	}
 	return rep, err
 }
 
-func (j *Job) cutover(ctx context.Context, o CutoverOptions, rep *CutoverReport) error {
-	if o.Reverse != nil {
-		if done, err := j.resumeReverse(ctx, o.Reverse, rep, o.Ready); done || err != nil {
-			return err
-		}
+// newCutoverRun reads the job's cutover record and plans from it; it
+// writes nothing.
+func (j *Job) newCutoverRun(ctx context.Context, o CutoverOptions, rep *CutoverReport) (*cutoverRun, error) {
+	rec, err := ledger.ReadCutover(ctx, j.tgt, j.opts.Job)
+	if err != nil {
+		return &cutoverRun{rec: rec}, err
 	}
+	sh, err := planCutover(rec, o)
+	r := &cutoverRun{j: j, o: o, rep: rep, sh: sh, rec: rec, roles: rec.LockedRoles}
+	r.roles = append(r.roles, rolesNotIn(o.LockRoles, rec.LockedRoles)...)
+	if rec.Step != ledger.CutoverNone {
+		// Roles recorded may be locked already: every error says so.
+		rep.LockedRoles = rec.LockedRoles
+	}
+	if rec.Goal != 0 {
+		rep.SourceLSN, rep.AppliedLSN = rec.Goal.String(), rec.Goal.String()
+	}
+	if err != nil {
+		return r, err
+	}
+	if o.Reverse != nil {
+		r.back = replication.Names{Job: o.Reverse.Name, Slot: "pgsync_" + o.Reverse.Name, Publication: "pgsync_" + o.Reverse.Name}
+	}
+	if rec.Step != ledger.CutoverNone && rec.Step != ledger.CutoverDone {
+		rep.Resumed = true
+		j.log.Info("resuming the cutover recorded on the target", "job", j.opts.Job, "after_step", rec.Step.String(),
+			"locked_roles", strings.Join(rec.LockedRoles, ","), "goal", rec.Goal.String())
+	}
+	return r, nil
+}
+
+// check refuses a cutover that has not locked anything yet while the
+// target is further behind than o.MaxLagBytes, or whose way back could
+// not be set up.
+func (r *cutoverRun) check(ctx context.Context) error {
+	j := r.j
 	applied, head, err := j.appliedAndHead(ctx)
 	if err != nil {
 		return err
 	}
-	rep.LagBytesAtStart = max(int64(head)-int64(applied), 0)
-	if rep.LagBytesAtStart > o.MaxLagBytes {
+	r.rep.LagBytesAtStart = max(int64(head)-int64(applied), 0)
+	if r.rep.LagBytesAtStart > r.o.MaxLagBytes {
 		return fmt.Errorf("job %s is %s behind the source, over --max-lag %s: %w; let pgsync run catch up first",
-			j.opts.Job, humanize.IBytes(uint64(rep.LagBytesAtStart)), humanize.IBytes(uint64(o.MaxLagBytes)), ErrLagOverLimit)
+			j.opts.Job, humanize.IBytes(uint64(r.rep.LagBytesAtStart)), humanize.IBytes(uint64(r.o.MaxLagBytes)), ErrLagOverLimit)
 	}
-	tables, err := j.Tables(ctx)
-	if err != nil {
+	if r.o.Reverse != nil {
+		return j.checkReverse(ctx, r.o.Reverse)
+	}
+	return nil
+}
+
+// readTables resolves the job's tables (from the publication while it
+// exists, from job.tables once it is dropped).
+func (r *cutoverRun) readTables(ctx context.Context) (err error) {
+	r.tables, err = r.j.Tables(ctx)
+	return err
+}
+
+// openViews opens the sessions that will hold each side's snapshot for
+// the comparison.
+func (r *cutoverRun) openViews(ctx context.Context) (err error) {
+	if r.srcView, err = pgconnect.Connect(ctx, "source", r.j.opts.SourceURL); err != nil {
 		return err
 	}
-	if o.Reverse != nil {
-		if err := j.checkReverse(ctx, o.Reverse); err != nil {
-			return err
-		}
-	}
-	// The sessions that hold each side's snapshot for the comparison are
-	// opened now, before the write gap begins.
-	srcView, err := pgconnect.Connect(ctx, "source", j.opts.SourceURL)
-	if err != nil {
-		return err
-	}
-	defer srcView.Close(context.WithoutCancel(ctx))
-	tgtView, err := pgconnect.Connect(ctx, "target", j.opts.TargetURL)
-	if err != nil {
-		return err
-	}
-	defer tgtView.Close(context.WithoutCancel(ctx))
-	if len(o.LockRoles) > 0 {
-		rep.LockedAt = time.Now().UTC()
-		if err := j.lockRoles(ctx, o.LockRoles, rep); err != nil {
-			return err
-		}
-	}
-	// Everything committed on the source up to now must reach the target;
-	// the locked roles' sessions have exited, so none commits after this.
+	r.tgtView, err = pgconnect.Connect(ctx, "target", r.j.opts.TargetURL)
+	return err
+}
+
+// lock makes the source read-only for the cutover's roles.
+func (r *cutoverRun) lock(ctx context.Context) error {
+	r.rep.LockedAt = time.Now().UTC()
+	return r.j.lockRoles(ctx, r.roles, r.rep)
+}
+
+// wait reads the goal, the source's position once the locked roles'
+// sessions have exited, and waits until the target has applied it.
+func (r *cutoverRun) wait(ctx context.Context) error {
+	j, o, rep := r.j, r.o, r.rep
 	goal, err := replication.CommittedHead(ctx, j.src)
 	if err != nil {
 		return err
 	}
-	rep.SourceLSN = goal.String()
+	r.rec.Goal, rep.SourceLSN = goal, goal.String()
 	waitStart := time.Now()
 	deadline := waitStart.Add(o.Timeout)
+	var applied pglogrepl.LSN
 	reached := func(ctx context.Context) (bool, error) {
 		now, _, err := j.appliedAndHead(ctx)
 		if err != nil {
@@ -177,76 +230,126 @@ func (j *Job) cutover(ctx context.Context, o CutoverOptions, rep *CutoverReport)
 	// milliseconds (a 200 ms poll was most of the gap under load).
 	wait := periodic.Wait{Poll: 100 * time.Millisecond, StartPoll: 5 * time.Millisecond, StartFor: time.Second,
 		SayAfter: 10 * time.Second, SayEvery: 10 * time.Second}
-	if err := periodic.Await(ctx, wait, reached, say); err != nil {
-		return err
-	}
+	return periodic.Await(ctx, wait, reached, say)
+}
 
-	// Logical decoding does not carry large objects: those created or
-	// changed on the source since bootstrap are copied now, under the
-	// lock, and those it removed are removed. This part of the write gap
-	// grows with their total size (each is hashed on both sides).
-	if rep.LargeObjects, err = j.syncLargeObjects(ctx); err != nil {
-		return err
-	}
-	// The target has every change up to goal: its snapshot now is the
-	// source's at goal, whatever the application writes once told.
-	if rep.TargetSnapshot, err = holdSnapshot(ctx, tgtView); err != nil {
+// largeObjects copies the large objects created or changed on the source
+// since bootstrap, and removes those it removed: logical decoding does not
+// carry them. This part of the write gap grows with their total size.
+func (r *cutoverRun) largeObjects(ctx context.Context) (err error) {
+	r.rep.LargeObjects, err = r.j.syncLargeObjects(ctx)
+	return err
+}
+
+// holdSnapshots takes each side's snapshot for the comparison: the target
+// has every change up to the goal, so its snapshot now is the source's at
+// the goal, whatever the application writes once told.
+func (r *cutoverRun) holdSnapshots(ctx context.Context) (err error) {
+	if r.rep.TargetSnapshot, err = holdSnapshot(ctx, r.tgtView); err != nil {
 		return fmt.Errorf("target: %w", err)
 	}
-	if _, err := holdSnapshot(ctx, srcView); err != nil {
+	if _, err := holdSnapshot(ctx, r.srcView); err != nil {
 		return fmt.Errorf("source: %w", err)
 	}
-	seqs, err := sequences.List(ctx, j.src, j.tgt, tables)
+	return nil
+}
+
+// sequences sets the target's sequences to the source's.
+func (r *cutoverRun) sequences(ctx context.Context) error {
+	seqs, err := sequences.List(ctx, r.j.src, r.j.tgt, r.tables)
 	if err != nil {
 		return err
 	}
-	moved, err := sequences.Sync(ctx, j.tgt, seqs)
-	rep.Sequences = moved
-	if err != nil && !errors.Is(err, sequences.ErrMissing) {
+	moved, err := sequences.Sync(ctx, r.j.tgt, seqs)
+	r.rep.Sequences = moved
+	if errors.Is(err, sequences.ErrMissing) {
+		r.j.log.Warn("sequences", "err", err)
+		return nil
+	}
+	return err
+}
+
+// unlockRecorded gives back their writes on the target to the roles the
+// cutover that made this job (a reverse job) locked there.
+func (r *cutoverRun) unlockRecorded(ctx context.Context) (err error) {
+	r.rep.UnlockedRoles, err = r.j.unlockRecorded(ctx)
+	return err
+}
+
+// readyAt is the moment the target is ready for the application's writes.
+func (r *cutoverRun) readyAt(context.Context) error {
+	r.rep.ReadyAt = time.Now().UTC()
+	if !r.rep.LockedAt.IsZero() {
+		r.rep.WriteGapSeconds = r.rep.ReadyAt.Sub(r.rep.LockedAt).Seconds()
+	}
+	return nil
+}
+
+// recordReady records the cutover ready, then tells the operator.
+func (r *cutoverRun) recordReady(ctx context.Context) error {
+	r.rec.ReadyAt = r.rep.ReadyAt
+	if err := r.recordStep(ledger.CutoverReady)(ctx); err != nil {
 		return err
 	}
-	if err != nil {
-		j.log.Warn("sequences", "err", err)
+	if r.o.Ready != nil {
+		r.o.Ready(r.rep)
 	}
-	if rep.UnlockedRoles, err = j.unlockRecorded(ctx); err != nil {
-		return err
-	}
-	if o.Reverse != nil {
-		if rep.Reverse, err = j.setUpReverse(ctx, o.Reverse, tables, goal, rep.LockedRoles); err != nil {
-			return err
-		}
-	}
-	rep.ReadyAt = time.Now().UTC()
-	if !rep.LockedAt.IsZero() {
-		rep.WriteGapSeconds = rep.ReadyAt.Sub(rep.LockedAt).Seconds()
-	}
-	if o.Ready != nil {
-		o.Ready(rep)
-	}
-	// Verified after the report, against the two snapshots: the locked
-	// source does not change, and the target's snapshot does not see the
-	// application's writes. Its time is not the application's (issue 24).
-	verifyBegan := time.Now()
-	rep.Tables, err = verify.Compare(ctx, srcView, tgtView, tables)
-	rep.VerifySeconds = time.Since(verifyBegan).Seconds()
+	return nil
+}
+
+// compare compares both sides at the two snapshots, after the report: the
+// locked source does not change, and the target's snapshot does not see
+// the application's writes; its time is not the application's. What it
+// found is recorded, and returned by Cutover once the step is recorded.
+func (r *cutoverRun) compare(ctx context.Context) (err error) {
+	rep := r.rep
+	began := time.Now()
+	rep.Tables, err = verify.Compare(ctx, r.srcView, r.tgtView, r.tables)
+	rep.VerifySeconds = time.Since(began).Seconds()
 	if err != nil {
 		return fmt.Errorf("compare the tables at the cutover position (the target was reported ready at %s): %w", rep.ReadyAt.Format(time.RFC3339), err)
 	}
 	found := verdict(rep.Tables, nil)
 	if found == "" && rep.LargeObjects != nil {
-		los, err := largeobject.Compare(ctx, srcView, tgtView)
+		los, err := largeobject.Compare(ctx, r.srcView, r.tgtView)
 		if err != nil {
 			return fmt.Errorf("compare the large objects at the cutover position: %w", err)
 		}
 		found = verdict(rep.Tables, &los)
 	}
-	if err := j.RecordVerification(ctx, Verification{Kind: "cutover", LSN: goal, Identical: found == "", Found: found}); err != nil {
+	goal, _ := pglogrepl.ParseLSN(rep.SourceLSN)
+	if err := r.j.RecordVerification(ctx, Verification{Kind: "cutover", LSN: goal, Identical: found == "", Found: found}); err != nil {
 		return err
 	}
-	if found != "" {
-		return fmt.Errorf("%s at the cutover position, compared after the target was reported ready: %w", found, ErrTablesDiffer)
+	r.found, rep.Identical = found, found == ""
+	return nil
+}
+
+// comparisonInterrupted ends a cutover killed while it compared: the
+// snapshots it compared are gone, and the application may already write on
+// the target, so there is nothing left to compare at the cutover position.
+func (r *cutoverRun) comparisonInterrupted(context.Context) error {
+	r.rep.ReadyAt = r.rec.ReadyAt
+	r.j.log.Warn("the comparison at the cutover position was interrupted; the target was reported ready before it: pgsync verify compares both sides",
+		"job", r.j.opts.Job, "ready_at", r.rec.ReadyAt.Format(time.RFC3339))
+	return nil
+}
+
+// reportDone reports a finished cutover, as it ended, and changes nothing.
+func (r *cutoverRun) reportDone(ctx context.Context) error {
+	rep, rec := r.rep, r.rec
+	rep.AlreadyDone, rep.ReadyAt = true, rec.ReadyAt
+	if rec.ReverseJob != "" {
+		rep.Reverse = &ReverseReport{Job: rec.ReverseJob, From: rec.ReverseFrom}
+		if r.o.Reverse != nil && r.o.Reverse.WriteConfig != nil {
+			rep.Reverse.Config, _ = r.o.Reverse.WriteConfig(rec.ReverseJob) // already written: only its path
+		}
 	}
-	rep.Identical = true
+	v, err := r.j.lastVerification(ctx)
+	if err != nil || v == nil || v.Kind != "cutover" || v.LSN != rec.Goal {
+		return err // the comparison was interrupted, or verify compared since
+	}
+	r.found, rep.Identical = v.Found, v.Identical
 	return nil
 }
 
@@ -321,7 +424,7 @@ func (j *Job) lockRoles(ctx context.Context, roles []string, rep *CutoverReport)
 	if err != nil {
 		return fmt.Errorf("%w (no role was locked): %w", ErrLockSource, err)
 	}
-	rep.LockedRoles = append(rep.LockedRoles, roles...)
+	rep.LockedRoles = roles
 	for _, role := range roles {
 		j.log.Info("source locked for role", "role", role, "undo", "pgsync cutover --unlock-source "+role)
 	}
@@ -363,10 +466,19 @@ FROM pg_stat_activity WHERE pid = ANY ($1)`, pids).Scan(&left); err != nil {
 }
 
 // UnlockSource undoes cutover's lock for roles: they may write on the
-// source again (new sessions).
+// source again (new sessions). A cutover recorded before it reversed the
+// job forgets those roles, and is forgotten once it locks none: the next
+// cutover starts from the beginning.
 func (j *Job) UnlockSource(ctx context.Context, roles []string) error {
 	if err := unlockRoles(ctx, j.src, roles); err != nil {
 		return fmt.Errorf("the source: %w", err)
 	}
-	return nil
+	rec, err := ledger.ReadCutover(ctx, j.tgt, j.opts.Job)
+	if err != nil || rec.Step == ledger.CutoverNone || !rec.Step.Before(ledger.CutoverReversed) {
+		return err
+	}
+	if rec.LockedRoles = rolesNotIn(rec.LockedRoles, roles); len(rec.LockedRoles) == 0 && rec.ReverseJob == "" {
+		return ledger.ForgetCutover(ctx, j.tgt, j.opts.Job)
+	}
+	return ledger.RecordCutover(ctx, j.tgt, rec.Step, rec)
 }

@@ -2,9 +2,9 @@ package job
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
-	"time"
 
 	"github.com/jackc/pglogrepl"
 	"github.com/jackc/pgx/v5"
@@ -109,54 +109,82 @@ type ReverseReport struct {
 	Config string        `json:"config"`
 }
 
-// setUpReverse ends the job at position at and sets up the reverse job.
-// Each step records only once it has done its work: the forward slot and
-// publication are ended first (so nothing streams into the target any
-// more), then the job is recorded reversed, then the reverse publication
-// and slot are created on the target (any left by an interrupted attempt
-// replaced), the reverse job is recorded on the source, and its
-// configuration written. A rerun of cutover --reverse on the reversed job
-// does the steps after the first two again.
-func (j *Job) setUpReverse(ctx context.Context, r *ReverseOptions, tables []catalog.Table, at pglogrepl.LSN, locked []string) (*ReverseReport, error) {
-	prog, err := ledger.ReadProgress(ctx, j.tgt, j.opts.Job)
-	if err != nil {
-		return nil, err
+// createReverseSlot creates the reverse job's publication and slot on the
+// target, in place of any left by a cutover killed before it recorded
+// them: nothing has written on the target since the goal was reached but
+// pgsync, so a new slot misses nothing.
+func (r *cutoverRun) createReverseSlot(ctx context.Context) error {
+	j := r.j
+	if err := replication.Drop(ctx, j.tgt, r.back); err != nil {
+		return fmt.Errorf("the reverse job's slot on the target: %w", err)
 	}
-	if prog.State != ledger.JobReversed {
-		if err := replication.End(ctx, j.src, j.names); err != nil {
-			return nil, fmt.Errorf("end the job's slot on the source: %w", err)
-		}
-		if _, err := ledger.MoveJob(ctx, j.tgt, j.opts.Job, prog.State, ledger.Reversed, false, at); err != nil {
-			return nil, err
-		}
-	}
-	back := replication.Names{Job: r.Name, Slot: "pgsync_" + r.Name, Publication: "pgsync_" + r.Name}
-	if err := replication.Drop(ctx, j.tgt, back); err != nil {
-		return nil, fmt.Errorf("the reverse job's slot on the target: %w", err)
-	}
-	if err := replication.CreatePublication(ctx, j.tgt, back, tables); err != nil {
-		return nil, fmt.Errorf("the reverse job's publication on the target: %w", err)
+	if err := replication.CreatePublication(ctx, j.tgt, r.back, r.tables); err != nil {
+		return fmt.Errorf("the reverse job's publication on the target: %w", err)
 	}
 	repl, err := pgconnect.ConnectReplication(ctx, j.opts.TargetURL)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	slot, err := replication.CreateSlot(ctx, repl, back)
+	slot, err := replication.CreateSlot(ctx, repl, r.back)
 	repl.Close(context.WithoutCancel(ctx))
 	if err != nil {
-		return nil, fmt.Errorf("the reverse job's slot on the target: %w", err)
+		return fmt.Errorf("the reverse job's slot on the target: %w", err)
 	}
-	if err := ledger.Establish(ctx, j.src, r.Name, slot.ConsistentPoint, locked); err != nil {
-		return nil, err
+	r.rec.ReverseFrom = slot.ConsistentPoint
+	return nil
+}
+
+// establishReverse records the reverse job on the source, ready at its
+// slot's consistent point, with the roles this cutover locks there (its
+// own cutover, the rollback, unlocks exactly those). A rerun finds it
+// recorded already at that point and leaves it.
+func (r *cutoverRun) establishReverse(ctx context.Context) error {
+	name := r.o.Reverse.Name
+	switch p, err := ledger.ReadProgress(ctx, r.j.src, name); {
+	case err == nil && p.State == ledger.JobReady && p.LSN == r.rec.ReverseFrom:
+		return nil
+	case err != nil && !errors.Is(err, ledger.ErrNoProgress):
+		return err
 	}
-	rep := &ReverseReport{Job: r.Name, From: slot.ConsistentPoint}
-	if r.WriteConfig != nil {
-		if rep.Config, err = r.WriteConfig(r.Name); err != nil {
-			return rep, fmt.Errorf("the reverse job %s is recorded, its configuration is not: %w", r.Name, err)
+	return ledger.Establish(ctx, r.j.src, name, r.rec.ReverseFrom, r.roles)
+}
+
+// recordReversed records the job reversed at the goal, with the step, in
+// one transaction on the target.
+func (r *cutoverRun) recordReversed(ctx context.Context) error {
+	next := r.rec
+	next.Step, next.LockedRoles, next.ReverseJob = ledger.CutoverReversed, r.roles, r.o.Reverse.Name
+	if err := ledger.RecordReversed(ctx, r.j.tgt, r.rec.Step, next); err != nil {
+		return err
+	}
+	r.rec = next
+	return nil
+}
+
+// endForward drops the job's slot and publication on the source (its run,
+// if it streams, is ended): nothing it streams can echo the reverse job's
+// writes back.
+func (r *cutoverRun) endForward(ctx context.Context) error {
+	if err := replication.End(ctx, r.j.src, r.j.names); err != nil {
+		return fmt.Errorf("end the job's slot on the source: %w", err)
+	}
+	return nil
+}
+
+// writeReverseConfig writes the reverse job's configuration (a file
+// already the reverse job's is left as it is).
+func (r *cutoverRun) writeReverseConfig(context.Context) error {
+	name := r.o.Reverse.Name
+	r.rep.Reverse = &ReverseReport{Job: name, From: r.rec.ReverseFrom}
+	if r.o.Reverse.WriteConfig != nil {
+		path, err := r.o.Reverse.WriteConfig(name)
+		if err != nil {
+			return fmt.Errorf("the reverse job %s is recorded, its configuration is not: %w", name, err)
 		}
+		r.rep.Reverse.Config = path
 	}
-	j.log.Info("the way back is set up", "job", j.opts.Job, "reverse_job", r.Name, "from", slot.ConsistentPoint.String(), "config", rep.Config)
-	return rep, nil
+	r.j.log.Info("the way back is set up", "job", r.j.opts.Job, "reverse_job", name, "from", r.rec.ReverseFrom.String(), "config", r.rep.Reverse.Config)
+	return nil
 }
 
 // unlockRecorded gives back their writes on the target to the roles the
@@ -188,32 +216,4 @@ func unlockRoles(ctx context.Context, conn *pgx.Conn, roles []string) error {
 		}
 		return nil
 	})
-}
-
-// resumeReverse finishes the way back of a job an interrupted cutover
-// --reverse already recorded reversed: there is nothing to wait for (its
-// slot is gone), only the reverse job to set up. done is false for a job
-// that is not reversed.
-func (j *Job) resumeReverse(ctx context.Context, r *ReverseOptions, rep *CutoverReport, ready func(*CutoverReport)) (done bool, err error) {
-	prog, err := ledger.ReadProgress(ctx, j.tgt, j.opts.Job)
-	if err != nil || prog.State != ledger.JobReversed {
-		return false, nil // the cutover's own reads say what is wrong
-	}
-	if err := j.checkReverse(ctx, r); err != nil {
-		return true, err
-	}
-	tables, err := catalog.Resolve(ctx, j.src, j.opts.Tables)
-	if err != nil {
-		return true, err
-	}
-	j.log.Info("the job was reversed by an interrupted cutover --reverse: setting up the way back", "job", j.opts.Job, "at", prog.LSN.String())
-	if rep.Reverse, err = j.setUpReverse(ctx, r, tables, prog.LSN, nil); err != nil {
-		return true, err
-	}
-	rep.Resumed, rep.SourceLSN, rep.AppliedLSN = true, prog.LSN.String(), prog.LSN.String()
-	rep.ReadyAt = time.Now().UTC()
-	if ready != nil {
-		ready(rep)
-	}
-	return true, nil
 }

@@ -107,7 +107,7 @@ func deleteJobRows(ctx context.Context, q Execer, table, job string) error {
 // schema archive and objects, its last comparison and its large objects'
 // record. A missing table or row is fine.
 func DeleteJob(ctx context.Context, q Execer, job string) error {
-	for _, t := range []string{"progress", "tables", "schema_archive", "schema_objects", "verifications", "large_objects", "locked_roles", "holds"} {
+	for _, t := range []string{"progress", "tables", "schema_archive", "schema_objects", "verifications", "large_objects", "locked_roles", "holds", "cutovers"} {
 		if err := deleteJobRows(ctx, q, t, job); err != nil {
 			return err
 		}

@@ -3,6 +3,8 @@ package periodic
 import (
 	"context"
 	"time"
+
+	"github.com/pgsync/pgsync/killpoint"
 )
 
 // Wait is how Await polls its condition and how often it says it still
@@ -30,8 +32,11 @@ type Wait struct {
 func Await(ctx context.Context, w Wait, done func(ctx context.Context) (bool, error), say func(waited time.Duration)) error {
 	began := time.Now()
 	saidAt := time.Duration(-1) // the time waited at the last report; none yet
+	// The polls are not counted by the kill models: how many there are
+	// depends on timing.
+	pollCtx := killpoint.Uncounted(ctx)
 	for {
-		ok, err := done(ctx)
+		ok, err := done(pollCtx)
 		if err != nil {
 			return err
 		}

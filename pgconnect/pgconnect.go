@@ -14,6 +14,8 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgproto3"
+
+	"github.com/pgsync/pgsync/killpoint"
 )
 
 // replicationReadBuffer is the replication connection's read buffer.
@@ -42,6 +44,9 @@ func ParseConfig(url string) (*pgx.ConnConfig, error) {
 		return nil, err
 	}
 	apply(&cfg.Config)
+	if killpoint.Enabled() {
+		cfg.Tracer = killpoint.Tracer{}
+	}
 	return cfg, nil
 }
 

@@ -17,6 +17,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/pgsync/pgsync/catalog"
+	"github.com/pgsync/pgsync/killpoint"
 	"github.com/pgsync/pgsync/periodic"
 )
 
@@ -104,6 +105,7 @@ func createSlot(ctx context.Context, conn *pgconn.PgConn, name string, temporary
 	if err != nil {
 		return nil, fmt.Errorf("create replication slot %s: %w", name, err)
 	}
+	killpoint.Done(ctx, "CREATE_REPLICATION_SLOT "+name)
 	lsn, err := pglogrepl.ParseLSN(res.ConsistentPoint)
 	if err != nil {
 		return nil, fmt.Errorf("create replication slot %s: consistent point %q: %w", name, res.ConsistentPoint, err)

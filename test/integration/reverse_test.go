@@ -297,24 +297,19 @@ func TestCutoverReverseRefusedDoesNothing(t *testing.T) {
 		t.Errorf("reverse job state %q on the source, want ready", st)
 	}
 
-	// A cutover --reverse interrupted after it recorded the job reversed
-	// (here: what came after it undone by hand) is finished by a rerun,
-	// which has nothing to wait for and sets up only the way back.
-	e.srcExec("DELETE FROM pgsync.progress WHERE job = $1", e.job+"_back")
-	e.tgtExec("SELECT pg_drop_replication_slot($1)", "pgsync_"+e.job+"_back")
-	e.tgtExec("DROP PUBLICATION " + "pgsync_" + e.job + "_back")
-	if err := os.Remove(backPath); err != nil {
-		t.Fatal(err)
-	}
+	// A rerun of the finished cutover --reverse reports it done, exits 0
+	// and changes nothing: the reverse job's slot and record stay as they
+	// were.
+	slotBefore := queryOne[string](t, e.tgt, "SELECT confirmed_flush_lsn::text FROM pg_replication_slots WHERE slot_name = $1", "pgsync_"+e.job+"_back")
 	r = e.mustPgsync("cutover", "--reverse")
-	if !strings.Contains(r.stdout, "way back:") || !queryOne[bool](t, e.tgt, "SELECT EXISTS (SELECT FROM pg_replication_slots WHERE slot_name = $1)", "pgsync_"+e.job+"_back") {
-		t.Errorf("cutover --reverse rerun on the reversed job did not set the way back up again:\n%s\n%s", r.stdout, r.stderr)
+	if !strings.Contains(r.stdout, "done before") || !strings.Contains(r.stdout, "way back:") {
+		t.Errorf("cutover --reverse rerun after it finished:\n%s\n%s", r.stdout, r.stderr)
+	}
+	if got := queryOne[string](t, e.tgt, "SELECT confirmed_flush_lsn::text FROM pg_replication_slots WHERE slot_name = $1", "pgsync_"+e.job+"_back"); got != slotBefore {
+		t.Errorf("the rerun changed the reverse slot: %s, was %s", got, slotBefore)
 	}
 	if st := queryOne[string](t, e.src, "SELECT state FROM pgsync.progress WHERE job = $1", e.job+"_back"); st != "ready" {
 		t.Errorf("reverse job state %q on the source after the rerun, want ready", st)
-	}
-	if _, err := os.Stat(backPath); err != nil {
-		t.Errorf("the rerun wrote no configuration: %v", err)
 	}
 	// Plain cutover, run and bootstrap of the reversed job are refused,
 	// naming the reversal.
