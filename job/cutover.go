@@ -466,16 +466,16 @@ FROM pg_stat_activity WHERE pid = ANY ($1)`, pids).Scan(&left); err != nil {
 }
 
 // UnlockSource undoes cutover's lock for roles: they may write on the
-// source again (new sessions). A cutover recorded before it reversed the
-// job forgets those roles, and is forgotten once it locks none: the next
-// cutover starts from the beginning.
+// source again (new sessions). The job's recorded cutover, unless it
+// reversed the job, forgets those roles, and is forgotten once it locks
+// none: the cutover is undone, and the next one starts from the beginning.
 func (j *Job) UnlockSource(ctx context.Context, roles []string) error {
 	if err := unlockRoles(ctx, j.src, roles); err != nil {
 		return fmt.Errorf("the source: %w", err)
 	}
 	rec, err := ledger.ReadCutover(ctx, j.tgt, j.opts.Job)
-	if err != nil || rec.Step == ledger.CutoverNone || !rec.Step.Before(ledger.CutoverReversed) {
-		return err
+	if err != nil || rec.Step == ledger.CutoverNone || rec.ReverseJob != "" && !rec.Step.Before(ledger.CutoverReversed) {
+		return err // a reversed job stays reversed: its rollback is the reverse job's cutover
 	}
 	if rec.LockedRoles = rolesNotIn(rec.LockedRoles, roles); len(rec.LockedRoles) == 0 && rec.ReverseJob == "" {
 		return ledger.ForgetCutover(ctx, j.tgt, j.opts.Job)

@@ -46,6 +46,8 @@ func planCutover(rec ledger.Cutover, o CutoverOptions) (cutoverShape, error) {
 		reverseName = o.Reverse.Name
 	}
 	switch {
+	case rec.ReverseJob != "" && reverseName == "" && !rec.Step.Before(ledger.CutoverReversed):
+		return sh, fmt.Errorf("job %s (cutover --reverse to job %s at %s, step %q): %w", rec.Job, rec.ReverseJob, rec.Goal, rec.Step, ErrJobReversed)
 	case rec.ReverseJob != "" && reverseName != rec.ReverseJob:
 		return sh, fmt.Errorf("the cutover of job %s recorded at step %q sets up the way back as job %s: rerun pgsync cutover --reverse (--reverse-job %s): %w",
 			rec.Job, rec.Step, rec.ReverseJob, rec.ReverseJob, ErrCutoverFlags)

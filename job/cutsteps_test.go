@@ -81,6 +81,7 @@ func TestPlanCutoverRefusesOtherFlags(t *testing.T) {
 			CutoverOptions{Reverse: rev, LockRoles: []string{"app"}}, false},
 		{"roles left out of the rerun", ledger.Cutover{Job: "j", Step: ledger.CutoverReached, LockedRoles: []string{"app"}}, CutoverOptions{}, false},
 		{"way back left out", ledger.Cutover{Job: "j", Step: ledger.CutoverReverseSlot, ReverseJob: "j_back"}, CutoverOptions{}, true},
+		{"way back left out once reversed", ledger.Cutover{Job: "j", Step: ledger.CutoverForwardEnded, ReverseJob: "j_back"}, CutoverOptions{}, true},
 		{"another reverse job", ledger.Cutover{Job: "j", Step: ledger.CutoverStarted, ReverseJob: "other"}, CutoverOptions{Reverse: rev}, true},
 		{"a role added after the goal", ledger.Cutover{Job: "j", Step: ledger.CutoverLocked, LockedRoles: []string{"app"}},
 			CutoverOptions{LockRoles: []string{"app", "batch"}}, true},
@@ -90,7 +91,7 @@ func TestPlanCutoverRefusesOtherFlags(t *testing.T) {
 		{"a way back added before ready", ledger.Cutover{Job: "j", Step: ledger.CutoverReached}, CutoverOptions{Reverse: rev}, false},
 	} {
 		sh, err := planCutover(tc.rec, tc.o)
-		if refused := errors.Is(err, ErrCutoverFlags); refused != tc.refused {
+		if refused := errors.Is(err, ErrCutoverFlags) || errors.Is(err, ErrJobReversed); refused != tc.refused {
 			t.Errorf("%s: refused %v (%v), want %v", tc.name, refused, err, tc.refused)
 		}
 		if err == nil && sh.from != tc.rec.Step {
