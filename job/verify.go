@@ -107,7 +107,8 @@ func (j *Job) Verify(ctx context.Context, o VerifyOptions) (*VerifyReport, error
 			return rep, err
 		}
 		// Large objects: logical decoding does not carry them, bootstrap
-		// and cutover copy them; compared by a hash of each.
+		// and cutover copy them; compared by a hash of each, and by
+		// owner, grants and comment.
 		if rep.LargeObjects, err = largeobject.Compare(ctx, src, tgt); err != nil {
 			return rep, err
 		}

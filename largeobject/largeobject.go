@@ -1,7 +1,8 @@
 // Package largeobject carries a database's large objects, which logical
 // decoding does not: bootstrap copies them under the slot's snapshot,
-// verify compares them by a hash of each, and cutover brings the target's
-// in line with the locked source before it reports the target ready.
+// verify compares them (a hash of each, and its owner, grants and
+// comment), and cutover brings the target's in line with the locked
+// source before it reports the target ready.
 // Every read and write goes through lo_get and lo_put in chunks of
 // ChunkBytes, so memory stays bounded whatever an object's size.
 package largeobject
@@ -17,7 +18,6 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
-	"github.com/pgsync/pgsync/catalog"
 	"github.com/pgsync/pgsync/ledger"
 )
 
@@ -31,30 +31,41 @@ type Querier interface {
 	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
 }
 
-// Object is one large object's identity, owner and privileges.
+// Object is one large object's identity, owner, privileges and comment:
+// everything of it but its content.
 type Object struct {
 	OID   uint32
 	Owner string
-	// Grants are "SELECT" or "UPDATE" to a role ("PUBLIC" for all).
+	// Grants are "SELECT" or "UPDATE" to a role ("PUBLIC" for all), in
+	// the order List reads them; the owner's own are left out.
 	Grants []Grant
+	// Comment is COMMENT ON LARGE OBJECT's text, "" when there is none
+	// (PostgreSQL stores no empty comment: IS '' removes it).
+	Comment string
 }
 
 // Grant is one privilege on a large object.
 type Grant struct{ Privilege, Grantee string }
 
-// List returns the large objects q sees, by OID.
+// List returns the large objects q sees, by OID, in one query whatever
+// their number. A large object's comment is filed in pg_description under
+// pg_largeobject's OID, not pg_largeobject_metadata's (as psql's \lo_list
+// reads it).
 func List(ctx context.Context, q Querier) ([]Object, error) {
 	rows, err := q.Query(ctx, `SELECT m.oid, pg_get_userbyid(m.lomowner)::text,
   coalesce((SELECT array_agg(a.privilege_type || ' ' || CASE a.grantee WHEN 0 THEN 'PUBLIC' ELSE quote_ident(pg_get_userbyid(a.grantee)) END ORDER BY 1)
-            FROM aclexplode(m.lomacl) a WHERE a.grantee <> m.lomowner), '{}')
-FROM pg_largeobject_metadata m ORDER BY m.oid`)
+            FROM aclexplode(m.lomacl) a WHERE a.grantee <> m.lomowner), '{}'),
+  coalesce(d.description, '')
+FROM pg_largeobject_metadata m
+LEFT JOIN pg_description d ON d.classoid = 'pg_catalog.pg_largeobject'::regclass AND d.objoid = m.oid AND d.objsubid = 0
+ORDER BY m.oid`)
 	if err != nil {
 		return nil, fmt.Errorf("list large objects: %w", err)
 	}
 	objs, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (Object, error) {
 		var o Object
 		var grants []string
-		if err := r.Scan(&o.OID, &o.Owner, &grants); err != nil {
+		if err := r.Scan(&o.OID, &o.Owner, &grants, &o.Comment); err != nil {
 			return o, err
 		}
 		for _, g := range grants {
@@ -127,8 +138,8 @@ GROUP BY s.size`, oid, int64(ChunkBytes)).Scan(&h.Bytes, &chunks)
 
 // Copy writes object o from src to dst in one dst transaction, which also
 // records it as job's (pgsync.large_objects): created with its OID
-// (replacing one dst has), its content chunk by chunk, its owner and its
-// grants. It returns the bytes copied.
+// (replacing one dst has), its content chunk by chunk, its owner, its
+// grants and its comment. It returns the bytes copied.
 func Copy(ctx context.Context, src Querier, dst *pgx.Conn, o Object, job string) (int64, error) {
 	var copied int64
 	err := pgx.BeginFunc(ctx, dst, func(tx pgx.Tx) error {
@@ -157,122 +168,12 @@ func Copy(ctx context.Context, src Querier, dst *pgx.Conn, o Object, job string)
 				break
 			}
 		}
-		if _, err := tx.Exec(ctx, fmt.Sprintf("ALTER LARGE OBJECT %d OWNER TO %s", o.OID, catalog.QuoteIdent(o.Owner))); err != nil {
-			return err
-		}
-		for _, g := range o.Grants {
-			if _, err := tx.Exec(ctx, fmt.Sprintf("GRANT %s ON LARGE OBJECT %d TO %s", g.Privilege, o.OID, g.Grantee)); err != nil {
-				return err
-			}
-		}
-		return nil
+		// Created anew, owned by pgsync's role with no grants and no
+		// comment: an empty have sets all three.
+		return setMetadata(ctx, tx, o, Object{OID: o.OID})
 	})
 	if err != nil {
 		return 0, fmt.Errorf("copy large object %d: %w", o.OID, err)
 	}
 	return copied, nil
-}
-
-// Difference is what differs of one large object.
-type Difference struct {
-	OID uint32 `json:"oid"`
-	// Kind is "only on the source", "only on the target" or "content
-	// differs".
-	Kind string `json:"kind"`
-}
-
-// Comparison is the result of Compare.
-type Comparison struct {
-	Source, Target int          // objects on each side
-	Differ         []Difference // by OID
-}
-
-// Identical says whether both sides have the same objects with the same
-// content.
-func (c Comparison) Identical() bool { return len(c.Differ) == 0 }
-
-// Compare compares the large objects of both sides, each read in its
-// session's current transaction: by OID, then by the hash of each.
-func Compare(ctx context.Context, src, dst Querier) (Comparison, error) {
-	var c Comparison
-	srcObjs, err := List(ctx, src)
-	if err != nil {
-		return c, fmt.Errorf("source: %w", err)
-	}
-	dstObjs, err := List(ctx, dst)
-	if err != nil {
-		return c, fmt.Errorf("target: %w", err)
-	}
-	c.Source, c.Target = len(srcObjs), len(dstObjs)
-	onTarget := make(map[uint32]bool, len(dstObjs))
-	for _, o := range dstObjs {
-		onTarget[o.OID] = true
-	}
-	onSource := make(map[uint32]bool, len(srcObjs))
-	for _, o := range srcObjs {
-		onSource[o.OID] = true
-		if !onTarget[o.OID] {
-			c.Differ = append(c.Differ, Difference{OID: o.OID, Kind: "only on the source"})
-			continue
-		}
-		a, err := HashOf(ctx, src, o.OID)
-		if err != nil {
-			return c, fmt.Errorf("source: %w", err)
-		}
-		b, err := HashOf(ctx, dst, o.OID)
-		if err != nil {
-			return c, fmt.Errorf("target: %w", err)
-		}
-		if a != b {
-			c.Differ = append(c.Differ, Difference{OID: o.OID, Kind: "content differs"})
-		}
-	}
-	for _, o := range dstObjs {
-		if !onSource[o.OID] {
-			c.Differ = append(c.Differ, Difference{OID: o.OID, Kind: "only on the target"})
-		}
-	}
-	slices.SortFunc(c.Differ, func(a, b Difference) int { return int(a.OID) - int(b.OID) })
-	return c, nil
-}
-
-// Sync brings dst's large objects in line with src's: each one dst lacks
-// or holds with other content is copied, and each one pgsync copied for
-// job that src no longer has is removed (objects dst had of its own stay,
-// and are reported). It returns what it found before it acted, and what
-// it did.
-func Sync(ctx context.Context, src Querier, dst *pgx.Conn, job string) (found Comparison, copied, removed int, err error) {
-	found, err = Compare(ctx, src, dst)
-	if err != nil || found.Identical() {
-		return found, 0, 0, err
-	}
-	srcObjs, err := List(ctx, src)
-	if err != nil {
-		return found, 0, 0, fmt.Errorf("source: %w", err)
-	}
-	byOID := make(map[uint32]Object, len(srcObjs))
-	for _, o := range srcObjs {
-		byOID[o.OID] = o
-	}
-	if err := ledger.EnsureLargeObjects(ctx, dst); err != nil {
-		return found, 0, 0, err
-	}
-	for _, d := range found.Differ {
-		switch d.Kind {
-		case "only on the target":
-			gone, err := ledger.RemoveLargeObject(ctx, dst, job, d.OID)
-			if err != nil {
-				return found, copied, removed, fmt.Errorf("the source no longer has it: %w", err)
-			}
-			if gone {
-				removed++
-			}
-		default:
-			if _, err := Copy(ctx, src, dst, byOID[d.OID], job); err != nil {
-				return found, copied, removed, err
-			}
-			copied++
-		}
-	}
-	return found, copied, removed, nil
 }
