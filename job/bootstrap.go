@@ -14,6 +14,7 @@ import (
 	"github.com/pgsync/pgsync/ledger"
 	"github.com/pgsync/pgsync/pgconnect"
 	"github.com/pgsync/pgsync/replication"
+	"github.com/pgsync/pgsync/schemadump"
 	"github.com/pgsync/pgsync/snapshot"
 )
 
@@ -123,7 +124,7 @@ type bootstrapPlan struct {
 	toCopy      []catalog.Table
 	unpublished []catalog.Table // of toCopy, those a resumed bootstrap adds to the publication
 	tp          targetPlan
-	dump        *dumpScope // nil: the built-in creator
+	dump        *schemadump.Scope // nil: the built-in creator
 	// largeObjects are the source's large objects, copied beside the
 	// tables under the same snapshot.
 	largeObjects []largeobject.Object
@@ -264,7 +265,7 @@ func (j *Job) planLargeObjects(ctx context.Context, plan BootstrapPlan) ([]large
 	if err != nil || len(objs) == 0 {
 		return nil, err
 	}
-	if problem, err := targetRoleProblem(ctx, j.tgt, largeobject.Roles(objs), "the large objects"); err != nil {
+	if problem, err := schemadump.TargetRoleProblem(ctx, j.tgt, largeobject.Roles(objs), "the large objects"); err != nil {
 		return nil, err
 	} else if problem != "" {
 		return nil, fmt.Errorf("%s: %w", problem, ErrMissingRole)

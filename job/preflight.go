@@ -15,6 +15,7 @@ import (
 	"github.com/pgsync/pgsync/ledger"
 	"github.com/pgsync/pgsync/pgconnect"
 	"github.com/pgsync/pgsync/replication"
+	"github.com/pgsync/pgsync/schemadump"
 )
 
 // Check statuses.
@@ -265,11 +266,11 @@ func checkTarget(ctx context.Context, c *Checks, opts Options, src, tgt *pgx.Con
 	checkStatementTriggers(ctx, c, tgt, tables)
 	checkExtensions(ctx, c, src, tgt)
 	checkLargeObjects(ctx, c, src, tgt)
-	if len(created) == len(tables) && opts.PgDump != pgDumpOff {
+	if len(created) == len(tables) && opts.PgDump != schemadump.Off {
 		// bootstrap takes the whole schema from pg_dump, functions included,
 		// if it finds one as new as the source: it says which in its log.
 		if path, err := exec.LookPath(opts.PgDump); err == nil {
-			schemas, _, why, err := dumpSchemas(ctx, src, tables)
+			schemas, _, why, err := schemadump.Schemas(ctx, src, tables)
 			if err == nil && why == "" {
 				c.add("schema", CheckOK, "the target has none of the job's tables: bootstrap takes the schema from "+path+" when it is as new as the source", "")
 				checkRoles(ctx, c, src, tgt, schemas, opts.Slot)
@@ -294,17 +295,17 @@ func checkTarget(ctx context.Context, c *Checks, opts Options, src, tgt *pgx.Con
 // checkExtensions fails for each source extension the target's server has
 // not installed, and warns for each it has at another version only.
 func checkExtensions(ctx context.Context, c *Checks, src, tgt *pgx.Conn) {
-	exts, err := sourceExtensions(ctx, src)
+	exts, err := schemadump.SourceExtensions(ctx, src)
 	if err != nil {
 		c.add("extensions", CheckFail, OneLine(err.Error()), "")
 		return
 	}
-	gaps, err := extensionGapsOf(ctx, tgt, exts)
+	gaps, err := schemadump.GapsOf(ctx, tgt, exts)
 	if err != nil {
 		c.add("extensions", CheckFail, OneLine(err.Error()), "")
 		return
 	}
-	refused, other := gaps.refused(), gaps.otherVersion()
+	refused, other := gaps.Refused(), gaps.OtherVersion()
 	switch {
 	case len(refused) > 0:
 		c.add("extensions", CheckFail, strings.Join(refused, "; "), "install them on the target's server (no restart needed), then rerun pgsync check")
@@ -331,7 +332,7 @@ func checkLargeObjects(ctx context.Context, c *Checks, src, tgt *pgx.Conn) {
 		c.add("large objects", CheckFail, OneLine(err.Error()), "the source's user must be able to read every large object (its owner, a grantee of SELECT, or a superuser)")
 		return
 	}
-	problem, err := targetRoleProblem(ctx, tgt, largeobject.Roles(objs), "the large objects")
+	problem, err := schemadump.TargetRoleProblem(ctx, tgt, largeobject.Roles(objs), "the large objects")
 	switch {
 	case err != nil:
 		c.add("large objects", CheckFail, OneLine(err.Error()), "")
@@ -345,7 +346,7 @@ func checkLargeObjects(ctx context.Context, c *Checks, src, tgt *pgx.Conn) {
 // checkRoles fails when the schema pg_dump would restore names roles the
 // target lacks, or roles its user cannot give objects to.
 func checkRoles(ctx context.Context, c *Checks, src, tgt *pgx.Conn, schemas []string, publication string) {
-	problem, err := roleProblem(ctx, src, tgt, schemas, publication)
+	problem, err := schemadump.RoleProblem(ctx, src, tgt, schemas, publication)
 	switch {
 	case err != nil:
 		c.add("roles", CheckFail, OneLine(err.Error()), "")
