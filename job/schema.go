@@ -3,7 +3,6 @@ package job
 import (
 	"context"
 	"fmt"
-	"os/exec"
 	"strings"
 	"time"
 
@@ -25,85 +24,61 @@ import (
 // every PostgreSQL version; the built-in creator (prepare.go) knows
 // tables, their types and their indexes and constraints only.
 
-// choosePgDump decides whether the schema comes from pg_dump, and why not
-// when it does not: job.pg_dump is off, the target already has a table of
-// the job, no pg_dump as new as the source is found, or the job selects
-// only some tables of a schema (pg_dump would create the others, empty).
-// An error is a refusal: the target lacks an extension the source has.
-func (j *Job) choosePgDump(ctx context.Context, tables []catalog.Table, tp targetPlan) (*schemadump.Scope, string, error) {
-	if j.opts.PgDump == schemadump.Off {
-		return nil, "job.pg_dump is off", nil
+// planSchema chooses where the schema comes from (chooseSchema, the rule
+// check applies too) and refuses, before any write, on what it fails;
+// for pg_dump it also refuses an extension the target's server lacks, then
+// dumps the schema and reads the archive's table of contents. A resumed
+// bootstrap keeps the interrupted one's choice: only what the built-in
+// creator must still make is judged.
+func (j *Job) planSchema(ctx context.Context, bp *bootstrapPlan) error {
+	if bp.plan.Mode == Resume {
+		return j.settle(ruleBuiltinCreator(ctx, j.src, j.tgt, bp.tp.create,
+			pgDumpAdvice))
 	}
-	if len(tp.existing) > 0 {
-		return nil, fmt.Sprintf("the target already has %d of the job's tables (pg_dump's schema is used only for a target that has none)", len(tp.existing)), nil
-	}
-	path, err := exec.LookPath(j.opts.PgDump)
+	ch, err := chooseSchema(ctx, schemaInput{opts: j.opts, src: j.src, tgt: j.tgt, tables: bp.tables,
+		create: bp.tp.create, existing: len(bp.tp.existing), publication: j.names.Publication})
 	if err != nil {
-		return nil, fmt.Sprintf("no pg_dump %q found (set job.pg_dump to its path)", j.opts.PgDump), nil
+		return err
 	}
-	version, err := schemadump.Version(ctx, path)
-	if err != nil {
-		if ctx.Err() != nil {
-			return nil, "", ctx.Err() // cancelled (a check failed): not a reason to do without pg_dump
+	if err := j.settle(ch.findings); err != nil {
+		return err
+	}
+	if ch.dump == nil {
+		if len(bp.tp.create) > 0 {
+			j.log.Info("the built-in creator makes the missing tables, their types, keys, indexes and constraints (not "+builtinLeavesOut+")", "why_not_pg_dump", ch.why)
 		}
-		return nil, err.Error(), nil
+		return nil
 	}
-	var srcVersion int
-	if err := j.src.QueryRow(ctx, "SELECT current_setting('server_version_num')::int / 10000").Scan(&srcVersion); err != nil {
-		return nil, "", fmt.Errorf("read the source's version: %w", err)
+	if _, ext := ruleExtensions(ctx, j.src, j.tgt); ext.Status == CheckFail {
+		return refusal(ext)
 	}
-	if version < srcVersion {
-		return nil, fmt.Sprintf("%s is pg_dump %d, older than the source (%d): set job.pg_dump to a pg_dump %d or later", path, version, srcVersion, srcVersion), nil
-	}
-	d := &schemadump.Scope{Path: path, Version: version}
-	restore, _, err := schemadump.RestoreProgram(ctx, path)
-	if err != nil {
-		if ctx.Err() != nil {
-			return nil, "", ctx.Err() // cancelled (a check failed): not a reason to do without pg_dump
-		}
-		return nil, err.Error(), nil
-	}
-	d.Restore = restore
-	var why string
-	if d.Schemas, d.Unlogged, why, err = schemadump.Schemas(ctx, j.src, tables); err != nil || why != "" {
-		return nil, why, err
-	}
-	exts, err := schemadump.SourceExtensions(ctx, j.src)
-	if err != nil {
-		return nil, "", err
-	}
-	if d.Schemas != nil {
-		for _, e := range exts {
-			d.Extensions = append(d.Extensions, e.Name)
-		}
-	}
-	if gaps, err := schemadump.GapsOf(ctx, j.tgt, exts); err != nil {
-		return nil, "", err
-	} else if refused := gaps.Refused(); len(refused) > 0 {
-		return nil, "", fmt.Errorf("%s: %w", strings.Join(refused, "; "), ErrMissingExtension)
-	}
-	if why, err := schemadump.TargetHoldsObjects(ctx, j.tgt, d.Schemas); err != nil || why != "" {
-		return nil, why, err
-	}
-	// The roles the schema names must exist on the target, and its user
-	// must be able to give objects to their owners: refused now, before
-	// anything is written.
-	if problem, err := schemadump.RoleProblem(ctx, j.src, j.tgt, d.Schemas, j.names.Publication); err != nil {
-		return nil, "", err
-	} else if problem != "" {
-		return nil, "", fmt.Errorf("%s: %w", problem, ErrMissingRole)
-	}
+	d := ch.dump
 	dumpBegan := time.Now()
 	if err := d.Dump(ctx, j.opts.SourceURL); err != nil {
-		return nil, "", err
+		return err
 	}
 	// Its own line: with the source far away, the dump is most of what
 	// bootstrap does before the copy (docs/benchmarks.md).
 	j.log.Info("schema read with pg_dump", "format", "custom", "seconds", fmt.Sprintf("%.2f", time.Since(dumpBegan).Seconds()))
 	if err := d.ReadTOC(ctx, j.src, j.tgt, j.names.Publication); err != nil {
-		return nil, "", err
+		return err
 	}
-	return d, "", nil
+	bp.dump = d
+	return nil
+}
+
+// settle refuses on the findings that failed, with check's words, and
+// logs those that warn, as check prints them.
+func (j *Job) settle(findings Checks) error {
+	if failed := findings.Failed(); len(failed) > 0 {
+		return refusal(failed...)
+	}
+	for _, f := range findings {
+		if f.Status == CheckWarn {
+			j.log.Warn(f.Item+": "+f.Detail, "fix", f.Fix)
+		}
+	}
+	return nil
 }
 
 // restorePreData restores pg_dump's pre-data section (schemadump), saying
