@@ -125,8 +125,10 @@ func TestEveryRefusalIsACheckFailure(t *testing.T) {
 			setup: func(t *testing.T, e *env) { e.tgtExec(`CREATE TABLE t (id int PRIMARY KEY); INSERT INTO t VALUES (7)`) },
 			item:  "table public.t", fix: "--force", keep: []string{"public.t"}},
 		{name: "large object owner the target lacks", sourceSQL: `CREATE TABLE t (id int PRIMARY KEY); SELECT lo_from_bytea(424201, 'x');`, tuning: none,
-			setup: func(t *testing.T, e *env) { e.srcExec("ALTER LARGE OBJECT 424201 OWNER TO " + sourceOnlyRole(t, "rule_lo")) },
-			item:  "large objects", fix: "pg_dumpall --roles-only"},
+			setup: func(t *testing.T, e *env) {
+				e.srcExec("ALTER LARGE OBJECT 424201 OWNER TO " + sourceOnlyRole(t, "rule_lo"))
+			},
+			item: "large objects", fix: "pg_dumpall --roles-only"},
 		{name: "large object in the way", sourceSQL: `CREATE TABLE t (id int PRIMARY KEY); SELECT lo_from_bytea(424202, 'x');`, tuning: none,
 			setup: func(t *testing.T, e *env) { e.tgtExec(`SELECT lo_from_bytea(424202, 'the target''s own')`) },
 			item:  "large objects", fix: "lo_unlink"},
