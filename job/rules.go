@@ -209,7 +209,8 @@ type schemaChoice struct {
 // pg_dump missing or older than the source is a WARN naming the pg_dump
 // needed and what the built-in creator leaves out, and a FAIL when the
 // built-in creator cannot make the tables (an extension's type, a
-// default's function). Only a cancelled ctx is an error.
+// default's function). What it could not read is a FAIL; only a cancelled
+// ctx is an error.
 func chooseSchema(ctx context.Context, in schemaInput) (schemaChoice, error) {
 	var ch schemaChoice
 	var pgDumpProblem string
@@ -221,13 +222,17 @@ func chooseSchema(ctx context.Context, in schemaInput) (schemaChoice, error) {
 		ch.why = fmt.Sprintf("the target already has %d of the job's tables (pg_dump's schema is used only for a target that has none)", in.existing)
 	default:
 		var err error
-		if ch.dump, srcMajor, pgDumpProblem, err = findPgDump(ctx, in.opts.PgDump, in.src); err != nil {
-			return ch, err
-		}
-		if ch.dump != nil {
-			ch.why = dumpScopeProblem(ctx, in, ch.dump)
-		} else {
+		if ch.dump, srcMajor, pgDumpProblem, err = findPgDump(ctx, in.opts.PgDump, in.src); err == nil && ch.dump != nil {
+			ch.why, err = dumpScopeProblem(ctx, in, ch.dump)
+		} else if err == nil {
 			ch.why = pgDumpProblem
+		}
+		if err != nil {
+			// Not a reason to do without pg_dump: the rule could not be
+			// judged, and bootstrap must not guess.
+			ch.dump = nil
+			ch.findings = append(ch.findings, failItem(itemSchema, err))
+			return ch, ctx.Err()
 		}
 	}
 	if ch.why == "" {
@@ -262,8 +267,8 @@ func chooseSchema(ctx context.Context, in schemaInput) (schemaChoice, error) {
 
 // findPgDump finds job.pg_dump and the pg_restore beside it, and says why
 // they cannot take the schema of the source (problem): none found, or
-// older than the source's major version (srcMajor). A cancelled ctx is
-// the only error.
+// older than the source's major version (srcMajor). An error is the
+// source's version unread, or a cancelled ctx.
 func findPgDump(ctx context.Context, pgDump string, src *pgx.Conn) (d *schemadump.Scope, srcMajor int, problem string, err error) {
 	if err := src.QueryRow(ctx, "SELECT current_setting('server_version_num')::int / 10000").Scan(&srcMajor); err != nil {
 		return nil, 0, "", fmt.Errorf("read the source's version: %w", err)
@@ -290,27 +295,20 @@ func findPgDump(ctx context.Context, pgDump string, src *pgx.Conn) (d *schemadum
 // and says why pg_dump's schema cannot go into the target ("" when it
 // can): the job takes only some tables of a schema, or the target holds
 // objects the schema would create.
-func dumpScopeProblem(ctx context.Context, in schemaInput, d *schemadump.Scope) string {
-	var why string
-	var err error
-	if d.Schemas, d.Unlogged, why, err = schemadump.Schemas(ctx, in.src, in.tables); err != nil {
-		return OneLine(err.Error())
-	} else if why != "" {
-		return why
+func dumpScopeProblem(ctx context.Context, in schemaInput, d *schemadump.Scope) (why string, err error) {
+	if d.Schemas, d.Unlogged, why, err = schemadump.Schemas(ctx, in.src, in.tables); err != nil || why != "" {
+		return why, err
 	}
 	if d.Schemas != nil {
 		exts, err := schemadump.SourceExtensions(ctx, in.src)
 		if err != nil {
-			return OneLine(err.Error())
+			return "", err
 		}
 		for _, e := range exts {
 			d.Extensions = append(d.Extensions, e.Name)
 		}
 	}
-	if why, err = schemadump.TargetHoldsObjects(ctx, in.tgt, d.Schemas); err != nil {
-		return OneLine(err.Error())
-	}
-	return why
+	return schemadump.TargetHoldsObjects(ctx, in.tgt, d.Schemas)
 }
 
 // ruleBuiltinCreator fails for the tables to create whose columns use a

@@ -16,6 +16,7 @@ type Extension struct {
 	Name, Version, Schema string
 }
 
+// String names the extension and its version.
 func (e Extension) String() string { return e.Name + " " + e.Version }
 
 // SourceExtensions lists the source's extensions but plpgsql (every
