@@ -247,8 +247,8 @@ func chooseSchema(ctx context.Context, in schemaInput) (schemaChoice, error) {
 	if pgDumpProblem != "" {
 		advice = fmt.Sprintf("install pg_dump %d or newer and set job.pg_dump to its path: its schema creates them", srcMajor)
 	}
+	// The schema item comes first: it names the cause of what follows.
 	builtin := ruleBuiltinCreator(ctx, in.src, in.tgt, in.create, advice)
-	ch.findings = append(ch.findings, builtin...)
 	switch {
 	case pgDumpProblem != "":
 		status := CheckWarn
@@ -262,6 +262,7 @@ func chooseSchema(ctx context.Context, in schemaInput) (schemaChoice, error) {
 	default:
 		ch.findings.add(itemSchema, CheckOK, fmt.Sprintf("the built-in creator makes the %d missing table(s), their types, keys, indexes and constraints, and leaves out %s: %s", len(in.create), builtinLeavesOut, ch.why), "")
 	}
+	ch.findings = append(ch.findings, builtin...)
 	return ch, ctx.Err()
 }
 
