@@ -30,10 +30,9 @@ func remedy(err error, command string) error {
 		fix = "the job cannot resume: start over with pgsync bootstrap --force"
 	case errors.Is(err, job.ErrSlotActive):
 		fix = "stop the other pgsync run of this job first"
-	case errors.Is(err, job.ErrMissingFunction):
-		fix = "create them on the target (the built-in creator makes no functions), or bootstrap into a target without the job's tables with a pg_dump as new as the source (job.pg_dump); nothing was recorded: rerun pgsync " + command
 	case errors.Is(err, job.ErrTargetTable), errors.Is(err, job.ErrLargeObjectsInTheWay),
-		errors.Is(err, job.ErrMissingExtension), errors.Is(err, job.ErrMissingRole):
+		errors.Is(err, job.ErrMissingExtension), errors.Is(err, job.ErrMissingRole), errors.Is(err, job.ErrMissingFunction):
+		// The error names the fix, in pgsync check's words.
 		fix = "nothing was recorded: fix it and rerun pgsync " + command
 	case errors.Is(err, job.ErrChecks):
 		fix = "nothing was recorded: fix them and rerun pgsync " + command

@@ -26,7 +26,7 @@ func TestRemedy(t *testing.T) {
 		{job.ErrSlotMissing, "run", "start over with pgsync bootstrap --force"},
 		{job.ErrSlotInvalidated, "status", "start over with pgsync bootstrap --force"},
 		{job.ErrSlotActive, "run", "stop the other pgsync run"},
-		{job.ErrMissingFunction, "bootstrap", "the built-in creator makes no functions"},
+		{job.ErrMissingFunction, "bootstrap", "nothing was recorded: fix it and rerun pgsync bootstrap"},
 		{job.ErrMissingExtension, "bootstrap", "nothing was recorded: fix it and rerun pgsync bootstrap"},
 		{job.ErrMissingRole, "add-tables", "nothing was recorded: fix it and rerun pgsync add-tables"},
 		{job.ErrTargetTable, "bootstrap", "nothing was recorded: fix it and rerun pgsync bootstrap"},

@@ -131,7 +131,10 @@ func (j *Job) planAddTables(ctx context.Context, force bool) (*addTablesPlan, er
 	if ap.tp, err = j.planTarget(ctx, tablePtrs(ap.fresh), ap.owned, force); err != nil {
 		return nil, err
 	}
-	return ap, j.checkUncreatable(ctx, ap.tp)
+	// The tables to add are made by the built-in creator: the target has
+	// the job's other tables (the schema rule of check says the same).
+	return ap, j.settle(ruleBuiltinCreator(ctx, j.src, j.tgt, ap.tp.create,
+		pgDumpAdvice))
 }
 
 // sortAddedTables sorts the tables job.tables names (matched), those the

@@ -13,6 +13,7 @@ import (
 	"github.com/pgsync/pgsync/ledger"
 	"github.com/pgsync/pgsync/pgconnect"
 	"github.com/pgsync/pgsync/replication"
+	"github.com/pgsync/pgsync/schemadump"
 	"github.com/pgsync/pgsync/snapshot"
 )
 
@@ -133,8 +134,8 @@ func (r *bootstrapRun) acceptTables(ctx context.Context) error {
 
 func (r *bootstrapRun) restorePreData(ctx context.Context) error {
 	d := r.bp.dump
-	r.rep.Schema = "pg_dump " + strconv.Itoa(d.version) + ", " + d.String()
-	if _, err := r.j.restorePreData(ctx, d); err != nil {
+	r.rep.Schema = "pg_dump " + strconv.Itoa(d.Version) + ", " + d.String()
+	if err := r.j.restorePreData(ctx, d); err != nil {
 		return err
 	}
 	if err := r.j.emptyExtensionTables(ctx, r.bp.tp.create); err != nil {
@@ -146,7 +147,7 @@ func (r *bootstrapRun) restorePreData(ctx context.Context) error {
 }
 
 func (r *bootstrapRun) recordSchema(ctx context.Context) error {
-	return r.j.recordSchema(ctx, r.bp.dump)
+	return r.bp.dump.Record(ctx, r.j.tgt, r.j.opts.Job)
 }
 
 func (r *bootstrapRun) createTables(ctx context.Context) (err error) {
@@ -287,10 +288,10 @@ func (r *bootstrapRun) buildPostData(ctx context.Context) error {
 // countSchema counts pg_dump's objects from the record, built now or by an
 // interrupted run, during the copy or after it: the same on every run.
 func (r *bootstrapRun) countSchema(ctx context.Context) (err error) {
-	if r.rep.Built, r.rep.Failed, err = r.j.schemaCounts(ctx); err != nil {
+	if r.rep.Built, r.rep.Failed, err = schemadump.Counts(ctx, r.j.tgt, r.j.opts.Job); err != nil {
 		return err
 	}
-	if err := r.j.refreshMaterializedViews(ctx); err != nil {
+	if err := schemadump.RefreshMaterializedViews(ctx, r.j.tgt, r.j.log); err != nil {
 		r.j.log.Warn("materialized view not refreshed: it stays empty until REFRESH MATERIALIZED VIEW", "err", err)
 	}
 	return nil

@@ -14,6 +14,7 @@ import (
 	"github.com/pgsync/pgsync/ledger"
 	"github.com/pgsync/pgsync/pgconnect"
 	"github.com/pgsync/pgsync/replication"
+	"github.com/pgsync/pgsync/schemadump"
 	"github.com/pgsync/pgsync/snapshot"
 )
 
@@ -123,7 +124,7 @@ type bootstrapPlan struct {
 	toCopy      []catalog.Table
 	unpublished []catalog.Table // of toCopy, those a resumed bootstrap adds to the publication
 	tp          targetPlan
-	dump        *dumpScope // nil: the built-in creator
+	dump        *schemadump.Scope // nil: the built-in creator
 	// largeObjects are the source's large objects, copied beside the
 	// tables under the same snapshot.
 	largeObjects []largeobject.Object
@@ -233,57 +234,15 @@ func (j *Job) planTables(ctx context.Context, bp *bootstrapPlan) error {
 	return err
 }
 
-// planSchema chooses where the schema comes from: pg_dump, into a target
-// without the job's tables, else the built-in creator, which makes no
-// functions and no extension's types (refused now, before any write).
-func (j *Job) planSchema(ctx context.Context, bp *bootstrapPlan) (err error) {
-	if bp.plan.Mode != Resume {
-		var why string
-		if bp.dump, why, err = j.choosePgDump(ctx, bp.tables, bp.tp); err != nil {
-			return err
-		}
-		if bp.dump == nil && len(bp.tp.create) > 0 {
-			j.log.Info("the built-in creator makes the missing tables, their types, keys, indexes and constraints (not functions, views, triggers, policies, grants or comments)", "why_not_pg_dump", why)
-		}
-	}
-	if bp.dump != nil {
-		return nil
-	}
-	if err := j.checkUncreatable(ctx, bp.tp); err != nil {
-		return err
-	}
-	return j.checkDefaultFunctions(ctx, bp.tp)
-}
-
 // planLargeObjects reads the source's large objects and refuses, before
-// anything is written, those the target could not take: an owner or
-// grantee it lacks, or an object of its own with a source object's OID
-// (only --force replaces it; a resumed bootstrap replaces its own).
+// anything is written, those the target could not take (ruleLargeObjects):
+// an owner or grantee it lacks, or an object of its own with a source
+// object's OID (only --force replaces it; a resumed bootstrap replaces its
+// own).
 func (j *Job) planLargeObjects(ctx context.Context, plan BootstrapPlan) ([]largeobject.Object, error) {
-	objs, err := largeobject.List(ctx, j.src)
-	if err != nil || len(objs) == 0 {
-		return nil, err
-	}
-	if problem, err := targetRoleProblem(ctx, j.tgt, largeobject.Roles(objs), "the large objects"); err != nil {
-		return nil, err
-	} else if problem != "" {
-		return nil, fmt.Errorf("%s: %w", problem, ErrMissingRole)
-	}
-	if plan.Mode == Resume || plan.EmptyAll {
-		return objs, nil
-	}
-	oids := make([]uint32, len(objs))
-	for i, o := range objs {
-		oids[i] = o.OID
-	}
-	var clash []string
-	if err := j.tgt.QueryRow(ctx, `SELECT coalesce(array_agg(oid::text ORDER BY oid), '{}') FROM (
-  SELECT oid FROM pg_largeobject_metadata WHERE oid = ANY ($1) ORDER BY oid LIMIT 5) x`, oids).Scan(&clash); err != nil {
-		return nil, fmt.Errorf("look for the source's large objects on the target: %w", err)
-	}
-	if len(clash) > 0 {
-		return nil, fmt.Errorf("the target has large objects of its own with the OIDs of source ones (%s): remove them (SELECT lo_unlink(oid)), or rerun with --force to replace them: %w",
-			strings.Join(clash, ", "), ErrLargeObjectsInTheWay)
+	objs, found := ruleLargeObjects(ctx, j.src, j.tgt, plan.Mode != Resume && !plan.EmptyAll)
+	if found.Status == CheckFail {
+		return nil, refusal(found)
 	}
 	return objs, nil
 }

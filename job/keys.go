@@ -108,7 +108,7 @@ func (kb *keyBuilder) build(ctx context.Context, table string) error {
 func (kb *keyBuilder) tableObjects(ctx context.Context, table string) ([]object, *pgx.Conn, error) {
 	if kb.schema != nil {
 		objs, err := kb.schema.tableObjects(ctx, table)
-		return objs, kb.schema.conn, err
+		return objs, kb.schema.conn(), err
 	}
 	var objs []object
 	for _, o := range kb.objects {

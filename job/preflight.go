@@ -4,14 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os/exec"
 	"strings"
 
 	"github.com/dustin/go-humanize"
 	"github.com/jackc/pgx/v5"
 
 	"github.com/pgsync/pgsync/catalog"
-	"github.com/pgsync/pgsync/largeobject"
 	"github.com/pgsync/pgsync/ledger"
 	"github.com/pgsync/pgsync/pgconnect"
 	"github.com/pgsync/pgsync/replication"
@@ -97,6 +95,37 @@ func checkSource(ctx context.Context, c *Checks, opts Options, src *pgx.Conn) []
 		c.add("source", CheckFail, OneLine(err.Error()), "")
 		return nil
 	}
+	checkSourceSettings(c, s)
+	tables, err := catalog.Resolve(ctx, src, opts.Tables)
+	if err != nil {
+		c.add("tables", CheckFail, OneLine(err.Error()), "")
+		return nil
+	}
+	if len(tables) == 0 {
+		c.add("tables", CheckFail, "no source table matches job.tables "+strings.Join(opts.Tables, ", "), "fix job.tables")
+		return nil
+	}
+	c.add("tables", CheckOK, fmt.Sprintf("%d selected", len(tables)), "")
+	if unlogged, err := catalog.UnloggedMatches(ctx, src, opts.Tables); err == nil && len(unlogged) > 0 {
+		names := make([]string, len(unlogged))
+		for i, t := range unlogged {
+			names[i] = t.String()
+		}
+		c.add("unlogged tables", CheckWarn, "skipped, logical replication cannot publish them: "+strings.Join(names, ", "), "ALTER TABLE ... SET LOGGED to include one")
+	}
+	checkReplicaIdentities(c, tables)
+	checkPublishing(ctx, c, src, s.User, tables)
+	var total int64
+	for i := range tables {
+		total += tables[i].SizeBytes
+	}
+	c.add("copy size", CheckOK, fmt.Sprintf("%s on disk in %d tables (indexes and TOAST included); free disk is not checked", humanize.IBytes(uint64(total)), len(tables)), "")
+	return tables
+}
+
+// checkSourceSettings adds the items of the source's settings: version,
+// wal_level, slots, WAL senders, REPLICATION, max_slot_wal_keep_size.
+func checkSourceSettings(c *Checks, s replication.SourceSettings) {
 	c.add("source", CheckOK, "PostgreSQL "+s.Version+", user "+s.User, "")
 	if s.WALLevel == "logical" {
 		c.add("wal_level", CheckOK, "logical", "")
@@ -124,35 +153,30 @@ func checkSource(ctx context.Context, c *Checks, opts Options, src *pgx.Conn) []
 	} else {
 		c.add("max_slot_wal_keep_size", CheckOK, humanize.IBytes(uint64(s.MaxSlotWALKeepSizeMB)<<20), "")
 	}
+}
 
-	tables, err := catalog.Resolve(ctx, src, opts.Tables)
-	if err != nil {
-		c.add("tables", CheckFail, OneLine(err.Error()), "")
-		return nil
-	}
-	if len(tables) == 0 {
-		c.add("tables", CheckFail, "no source table matches job.tables "+strings.Join(opts.Tables, ", "), "fix job.tables")
-		return nil
-	}
-	c.add("tables", CheckOK, fmt.Sprintf("%d selected", len(tables)), "")
-	if unlogged, err := catalog.UnloggedMatches(ctx, src, opts.Tables); err == nil && len(unlogged) > 0 {
-		names := make([]string, len(unlogged))
-		for i, t := range unlogged {
-			names[i] = t.String()
-		}
-		c.add("unlogged tables", CheckWarn, "skipped, logical replication cannot publish them: "+strings.Join(names, ", "), "ALTER TABLE ... SET LOGGED to include one")
-	}
-
-	var noIdentity, identityFixes, noSelect, notOwned []string
-	var total int64
+// checkReplicaIdentities fails for tables with neither a primary key nor
+// a replica identity: their updates and deletes cannot be replicated.
+func checkReplicaIdentities(c *Checks, tables []catalog.Table) {
+	var noIdentity, identityFixes []string
 	for i := range tables {
-		t := &tables[i]
-		if !t.Replicable() {
+		if t := &tables[i]; !t.Replicable() {
 			noIdentity = append(noIdentity, t.String())
 			identityFixes = append(identityFixes, "ALTER TABLE "+t.Ident()+" REPLICA IDENTITY FULL")
 		}
-		total += t.SizeBytes
 	}
+	if len(noIdentity) > 0 {
+		c.add("replica identity", CheckFail, "no primary key or replica identity: "+strings.Join(noIdentity, ", "),
+			strings.Join(identityFixes, "; ")+"; or add a primary key")
+		return
+	}
+	c.add("replica identity", CheckOK, "every table has a primary key or replica identity", "")
+}
+
+// checkPublishing adds whether user may read every table and publish
+// them: CREATE on the database, and ownership of each table.
+func checkPublishing(ctx context.Context, c *Checks, src *pgx.Conn, user string, tables []catalog.Table) {
+	var noSelect, notOwned []string
 	rows, err := src.Query(ctx, `SELECT t, has_table_privilege(t, 'SELECT'),
        pg_has_role((SELECT relowner FROM pg_class WHERE oid = t::regclass), 'USAGE')
 FROM unnest($1::text[]) t`, catalog.Idents(tables))
@@ -176,15 +200,8 @@ FROM unnest($1::text[]) t`, catalog.Idents(tables))
 	if err != nil {
 		c.add("table privileges", CheckFail, OneLine(err.Error()), "")
 	}
-	switch {
-	case len(noIdentity) > 0:
-		c.add("replica identity", CheckFail, "no primary key or replica identity: "+strings.Join(noIdentity, ", "),
-			strings.Join(identityFixes, "; ")+"; or add a primary key")
-	default:
-		c.add("replica identity", CheckOK, "every table has a primary key or replica identity", "")
-	}
 	if len(noSelect) > 0 {
-		c.add("SELECT", CheckFail, "user "+s.User+" cannot read "+strings.Join(noSelect, ", "), "GRANT SELECT ON <table> TO "+catalog.QuoteIdent(s.User))
+		c.add("SELECT", CheckFail, "user "+user+" cannot read "+strings.Join(noSelect, ", "), "GRANT SELECT ON <table> TO "+catalog.QuoteIdent(user))
 	} else if err == nil {
 		c.add("SELECT", CheckOK, "every table is readable", "")
 	}
@@ -192,29 +209,67 @@ FROM unnest($1::text[]) t`, catalog.Idents(tables))
 	if qerr := src.QueryRow(ctx, "SELECT has_database_privilege(current_database(), 'CREATE')").Scan(&canPublish); qerr != nil {
 		c.add("publication", CheckFail, OneLine(qerr.Error()), "")
 	} else if !canPublish {
-		c.add("publication", CheckFail, "user "+s.User+" lacks CREATE on the source database, which CREATE PUBLICATION needs",
-			"GRANT CREATE ON DATABASE <source database> TO "+catalog.QuoteIdent(s.User))
+		c.add("publication", CheckFail, "user "+user+" lacks CREATE on the source database, which CREATE PUBLICATION needs",
+			"GRANT CREATE ON DATABASE <source database> TO "+catalog.QuoteIdent(user))
 	}
 	if len(notOwned) > 0 {
-		c.add("publication", CheckFail, "a publication takes only tables its creator owns; user "+s.User+" does not own "+strings.Join(notOwned, ", "),
-			"run as the tables' owner, or GRANT <owner> TO "+catalog.QuoteIdent(s.User))
+		c.add("publication", CheckFail, "a publication takes only tables its creator owns; user "+user+" does not own "+strings.Join(notOwned, ", "),
+			"run as the tables' owner, or GRANT <owner> TO "+catalog.QuoteIdent(user))
 	} else if err == nil && canPublish {
-		c.add("publication", CheckOK, "user "+s.User+" may create the publication and owns every table", "")
+		c.add("publication", CheckOK, "user "+user+" may create the publication and owns every table", "")
 	}
-	c.add("copy size", CheckOK, fmt.Sprintf("%s on disk in %d tables (indexes and TOAST included); free disk is not checked", humanize.IBytes(uint64(total)), len(tables)), "")
-	return tables
 }
 
 // checkTarget adds the target's items; src is nil when the source is
-// unreachable, and then the tables are not judged.
+// unreachable, and then the tables are not judged. emptiness: the job's
+// existing target tables must be empty, and the target must hold no
+// large object with a source one's OID (check; bootstrap and add-tables
+// judge those themselves, by --force and what they copied).
 func checkTarget(ctx context.Context, c *Checks, opts Options, src, tgt *pgx.Conn, tables []catalog.Table, emptiness bool) {
+	if !checkTargetSession(ctx, c, opts, tgt) || src == nil || len(tables) == 0 {
+		return
+	}
+	var create []*catalog.Table
+	existing := 0
+	for i := range tables {
+		t := &tables[i]
+		tt, err := inspectTargetTable(ctx, tgt, t, emptiness)
+		*c = append(*c, targetTableFinding(t, tt, err))
+		switch {
+		case err != nil:
+		case !tt.exists:
+			create = append(create, t)
+		default:
+			existing++
+		}
+	}
+	checkStatementTriggers(ctx, c, tgt, tables)
+	_, ext := ruleExtensions(ctx, src, tgt)
+	*c = append(*c, ext)
+	if _, lo := ruleLargeObjects(ctx, src, tgt, emptiness); lo.Item != "" {
+		*c = append(*c, lo)
+	}
+	ch, err := chooseSchema(ctx, schemaInput{opts: opts, src: src, tgt: tgt, tables: tables, create: create, existing: existing,
+		publication: opts.Slot})
+	if err != nil {
+		c.add(itemSchema, CheckFail, OneLine(err.Error()), "")
+		return
+	}
+	*c = append(*c, ch.findings...)
+}
+
+// checkTargetSession adds the items of the target's session: version,
+// the right to create schema pgsync and temporary tables, to set
+// session_replication_role, and the job's progress. false: the target
+// could not be read.
+func checkTargetSession(ctx context.Context, c *Checks, opts Options, tgt *pgx.Conn) bool {
 	var version, user string
 	var canCreate, canTemp bool
 	if err := tgt.QueryRow(ctx, `SELECT current_setting('server_version'), current_user::text,
        has_database_privilege(current_database(), 'CREATE') OR to_regnamespace('pgsync') IS NOT NULL,
        has_database_privilege(current_database(), 'TEMPORARY')`).Scan(&version, &user, &canCreate, &canTemp); err != nil {
 		c.add("target", CheckFail, OneLine(err.Error()), "")
-		return
+		return false
 	}
 	c.add("target", CheckOK, "PostgreSQL "+version+", user "+user, "")
 	if canCreate {
@@ -241,119 +296,7 @@ func checkTarget(ctx context.Context, c *Checks, opts Options, src, tgt *pgx.Con
 		c.add("job", CheckWarn, fmt.Sprintf("job %s already has progress on the target (state %s)", opts.Job, prog.State),
 			"pgsync run continues it; bootstrap --force starts it over")
 	}
-	if src == nil || len(tables) == 0 {
-		return
-	}
-	var created []*catalog.Table
-	for i := range tables {
-		t := &tables[i]
-		tt, err := inspectTargetTable(ctx, tgt, t, emptiness)
-		switch {
-		case err != nil:
-			c.add("table "+t.String(), CheckFail, OneLine(err.Error()), "")
-		case !tt.exists:
-			created = append(created, t)
-			c.add("table "+t.String(), CheckOK, "missing on the target: bootstrap creates it", "")
-		case tt.problem != "":
-			c.add("table "+t.String(), CheckFail, tt.problem, tt.fix)
-		case len(tt.warn) > 0:
-			c.add("table "+t.String(), CheckWarn, "present and compatible; "+strings.Join(tt.warn, "; ")+" (pgsync's sessions use TimeZone UTC)", "")
-		default:
-			c.add("table "+t.String(), CheckOK, "present and compatible", "")
-		}
-	}
-	checkStatementTriggers(ctx, c, tgt, tables)
-	checkExtensions(ctx, c, src, tgt)
-	checkLargeObjects(ctx, c, src, tgt)
-	if len(created) == len(tables) && opts.PgDump != pgDumpOff {
-		// bootstrap takes the whole schema from pg_dump, functions included,
-		// if it finds one as new as the source: it says which in its log.
-		if path, err := exec.LookPath(opts.PgDump); err == nil {
-			schemas, _, why, err := dumpSchemas(ctx, src, tables)
-			if err == nil && why == "" {
-				c.add("schema", CheckOK, "the target has none of the job's tables: bootstrap takes the schema from "+path+" when it is as new as the source", "")
-				checkRoles(ctx, c, src, tgt, schemas, opts.Slot)
-				return
-			}
-		}
-	}
-	if missing, err := catalog.UncreatableTypes(ctx, src, tgt, created); err != nil {
-		c.add("types", CheckFail, OneLine(err.Error()), "")
-	} else if len(missing) > 0 {
-		c.add("types", CheckFail, "columns use what the target lacks and the built-in creator does not make: "+strings.Join(missing, "; "),
-			"CREATE EXTENSION (or the collation) on the target, or bootstrap into a target without the job's tables with pg_dump (job.pg_dump)")
-	}
-	if missing, err := catalog.MissingDefaultFunctions(ctx, src, tgt, created); err != nil {
-		c.add("default functions", CheckFail, OneLine(err.Error()), "")
-	} else if len(missing) > 0 {
-		c.add("default functions", CheckFail, "column defaults call functions the target lacks: "+strings.Join(missing, "; "),
-			"create them on the target (the built-in creator makes no functions), or bootstrap into a target without the job's tables with pg_dump (job.pg_dump)")
-	}
-}
-
-// checkExtensions fails for each source extension the target's server has
-// not installed, and warns for each it has at another version only.
-func checkExtensions(ctx context.Context, c *Checks, src, tgt *pgx.Conn) {
-	exts, err := sourceExtensions(ctx, src)
-	if err != nil {
-		c.add("extensions", CheckFail, OneLine(err.Error()), "")
-		return
-	}
-	gaps, err := extensionGapsOf(ctx, tgt, exts)
-	if err != nil {
-		c.add("extensions", CheckFail, OneLine(err.Error()), "")
-		return
-	}
-	refused, other := gaps.refused(), gaps.otherVersion()
-	switch {
-	case len(refused) > 0:
-		c.add("extensions", CheckFail, strings.Join(refused, "; "), "install them on the target's server (no restart needed), then rerun pgsync check")
-	case len(other) > 0:
-		c.add("extensions", CheckWarn, "the target's server lacks the source's version of "+strings.Join(other, ", ")+": bootstrap creates the server's default version", "")
-	default:
-		c.add("extensions", CheckOK, fmt.Sprintf("the target's server has each of the source's %d extension(s) at its version", len(exts)), "")
-	}
-}
-
-// checkLargeObjects says how many large objects the source has, and fails
-// when the target lacks a role they name.
-func checkLargeObjects(ctx context.Context, c *Checks, src, tgt *pgx.Conn) {
-	objs, err := largeobject.List(ctx, src)
-	if err != nil {
-		c.add("large objects", CheckFail, OneLine(err.Error()), "")
-		return
-	}
-	if len(objs) == 0 {
-		return
-	}
-	n, bytes, err := largeobject.Summary(ctx, src)
-	if err != nil {
-		c.add("large objects", CheckFail, OneLine(err.Error()), "the source's user must be able to read every large object (its owner, a grantee of SELECT, or a superuser)")
-		return
-	}
-	problem, err := targetRoleProblem(ctx, tgt, largeobject.Roles(objs), "the large objects")
-	switch {
-	case err != nil:
-		c.add("large objects", CheckFail, OneLine(err.Error()), "")
-	case problem != "":
-		c.add("large objects", CheckFail, problem, "pg_dumpall --roles-only --no-role-passwords -d <source> | psql -d <target> (docs/operations.md)")
-	default:
-		c.add("large objects", CheckOK, fmt.Sprintf("%d (%s): logical decoding does not carry them; bootstrap copies them, cutover copies those created or changed after, verify compares them", n, humanize.IBytes(uint64(bytes))), "")
-	}
-}
-
-// checkRoles fails when the schema pg_dump would restore names roles the
-// target lacks, or roles its user cannot give objects to.
-func checkRoles(ctx context.Context, c *Checks, src, tgt *pgx.Conn, schemas []string, publication string) {
-	problem, err := roleProblem(ctx, src, tgt, schemas, publication)
-	switch {
-	case err != nil:
-		c.add("roles", CheckFail, OneLine(err.Error()), "")
-	case problem != "":
-		c.add("roles", CheckFail, problem, "pg_dumpall --roles-only --no-role-passwords -d <source> | psql -d <target> (docs/operations.md), or job.pg_dump = \"off\"")
-	default:
-		c.add("roles", CheckOK, "the target has every role the schema names", "")
-	}
+	return true
 }
 
 // checkStatementTriggers warns about statement-level INSERT, UPDATE or

@@ -83,7 +83,7 @@ func (j *Job) planTarget(ctx context.Context, tables []*catalog.Table, owned map
 		case !tt.exists:
 			p.create = append(p.create, t)
 		case tt.problem != "":
-			return p, fmt.Errorf("target table %s: %s (%s): %w", t, tt.problem, tt.fix, ErrTargetTable)
+			return p, refusal(targetTableFinding(t, tt, nil))
 		default:
 			p.existing = append(p.existing, t)
 			if mayEmpty {
@@ -92,36 +92,6 @@ func (j *Job) planTarget(ctx context.Context, tables []*catalog.Table, owned map
 		}
 	}
 	return p, nil
-}
-
-// checkDefaultFunctions refuses tables to create whose column defaults
-// call functions the target lacks: the built-in creator makes no
-// functions (pg_dump's schema does).
-func (j *Job) checkDefaultFunctions(ctx context.Context, p targetPlan) error {
-	missingFns, err := catalog.MissingDefaultFunctions(ctx, j.src, j.tgt, p.create)
-	if err != nil {
-		return err
-	}
-	if len(missingFns) > 0 {
-		return fmt.Errorf("column defaults call functions the target lacks: %s: create them on the target (the built-in creator makes no functions), or bootstrap into a target without the job's tables with a pg_dump as new as the source (job.pg_dump): %w",
-			strings.Join(missingFns, "; "), ErrMissingFunction)
-	}
-	return nil
-}
-
-// checkUncreatable refuses tables to create whose columns use a type or
-// collation the target lacks and the built-in creator cannot make (an
-// extension's type): the bootstrap would otherwise stop half-way.
-func (j *Job) checkUncreatable(ctx context.Context, p targetPlan) error {
-	missing, err := catalog.UncreatableTypes(ctx, j.src, j.tgt, p.create)
-	if err != nil {
-		return err
-	}
-	if len(missing) > 0 {
-		return fmt.Errorf("columns use what the target lacks and the built-in creator does not make: %s: create the extensions (CREATE EXTENSION) or collations on the target, or bootstrap into a target without the job's tables with pg_dump (job.pg_dump): %w",
-			strings.Join(missing, "; "), ErrMissingExtension)
-	}
-	return nil
 }
 
 // prepareTarget carries out p: it creates the missing types, partitioned

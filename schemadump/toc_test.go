@@ -1,4 +1,4 @@
-package job
+package schemadump
 
 import (
 	"os"
@@ -12,15 +12,15 @@ import (
 // comments (whose owner is empty), a tablespace, default privileges, a
 // function whose body holds a line beginning with a backslash, partitions,
 // a publication, and names with spaces, quotes and semicolons.
-func readListing(t *testing.T, name string) (string, []tocEntry) {
+func readListing(t *testing.T, name string) (string, []Entry) {
 	t.Helper()
 	b, err := os.ReadFile("testdata/" + name)
 	if err != nil {
 		t.Fatal(err)
 	}
-	entries, err := parseTOC(string(b))
+	entries, err := ParseTOC(string(b))
 	if err != nil {
-		t.Fatalf("parseTOC(%s): %v", name, err)
+		t.Fatalf("ParseTOC(%s): %v", name, err)
 	}
 	return string(b), entries
 }
@@ -39,10 +39,10 @@ func TestParseTOCReadsEveryEntry(t *testing.T) {
 		}
 		for i, e := range entries {
 			// The list line pg_restore -L reads is the listing's line.
-			if got := e.listLine(); got != lines[i] {
-				t.Errorf("%s: listLine() = %q, want %q", name, got, lines[i])
+			if got := e.ListLine(); got != lines[i] {
+				t.Errorf("%s: ListLine() = %q, want %q", name, got, lines[i])
 			}
-			again, err := parseTOCLine(e.listLine())
+			again, err := ParseTOCLine(e.ListLine())
 			if err != nil || again != e {
 				t.Errorf("%s: %q does not read back: %+v, %v", name, lines[i], again, err)
 			}
@@ -51,7 +51,7 @@ func TestParseTOCReadsEveryEntry(t *testing.T) {
 }
 
 func TestParseTOCDescs(t *testing.T) {
-	want := map[string]tocEntry{
+	want := map[string]Entry{
 		// An extension's comment: no catalog identity and an empty owner,
 		// which pg_dump's plain text gave as "Owner: " (issue 22).
 		"3815": {DumpID: 3815, Desc: "COMMENT", Rest: "- EXTENSION citext "},
@@ -95,7 +95,7 @@ func TestTOCEntryString(t *testing.T) {
 		{"11; 2615 16897 SCHEMA - person postgres", "schema person"},
 	}
 	for _, tt := range tests {
-		e, err := parseTOCLine(tt.line)
+		e, err := ParseTOCLine(tt.line)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -113,8 +113,8 @@ func TestParseTOCRefusesWhatIsNotAnEntry(t *testing.T) {
 		"12; a b TABLE public t postgres",
 		`\restrict abc`,
 	} {
-		if _, err := parseTOC(line + "\n"); err == nil {
-			t.Errorf("parseTOC(%q) read an entry", line)
+		if _, err := ParseTOC(line + "\n"); err == nil {
+			t.Errorf("ParseTOC(%q) read an entry", line)
 		}
 	}
 }
@@ -123,7 +123,7 @@ func TestPostDataPhases(t *testing.T) {
 	_, entries := readListing(t, "erp-post-data.toc")
 	last := map[string]int{}
 	for _, e := range entries {
-		last[e.Desc] = postDataPhase(e.Desc)
+		last[e.Desc] = PostDataPhase(e.Desc)
 	}
 	want := map[string]int{"CONSTRAINT": 0, "INDEX": 0, "INDEX ATTACH": 1, "FK CONSTRAINT": 2, "TRIGGER": 2, "POLICY": 2, "COMMENT": 3, "DEFAULT ACL": 2}
 	for desc, phase := range want {

@@ -1,4 +1,4 @@
-package job
+package schemadump
 
 import (
 	"context"
@@ -8,12 +8,12 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// schemaRoles lists the roles the schema pg_dump would dump names: owners
+// SchemaRoles lists the roles the schema pg_dump would dump names: owners
 // of its objects, grantees of their privileges (column privileges
 // included), default privileges and policies. schemas nil is the whole
 // database. They are read from the source's catalogs, not from pg_dump's
 // text; objects of extensions are the extension's, and left out.
-func schemaRoles(ctx context.Context, src *pgx.Conn, schemas []string, publication string) ([]string, error) {
+func SchemaRoles(ctx context.Context, src *pgx.Conn, schemas []string, publication string) ([]string, error) {
 	var roles []string
 	err := src.QueryRow(ctx, `WITH ns AS (
   SELECT oid, nspname FROM pg_namespace
@@ -50,25 +50,32 @@ SELECT coalesce(array_agg(rolname::text ORDER BY rolname), '{}') FROM pg_roles W
 	return roles, nil
 }
 
-// roleProblem says which roles the schema names that the target lacks, or
+// RoleProblem says which roles the schema names that the target lacks, or
 // that the target's user cannot give objects to ("" when none).
-func roleProblem(ctx context.Context, src, tgt *pgx.Conn, schemas []string, publication string) (string, error) {
-	roles, err := schemaRoles(ctx, src, schemas, publication)
+func RoleProblem(ctx context.Context, src, tgt *pgx.Conn, schemas []string, publication string) (string, error) {
+	roles, err := SchemaRoles(ctx, src, schemas, publication)
 	if err != nil {
 		return "", err
 	}
-	return targetRoleProblem(ctx, tgt, roles, "the schema")
+	return TargetRoleProblem(ctx, tgt, roles, "the schema")
 }
 
-// targetRoleProblem says which of roles, which what names, the target
-// lacks or its user cannot give objects to ("" when none).
-func targetRoleProblem(ctx context.Context, tgt *pgx.Conn, roles []string, what string) (string, error) {
+// TargetRoleProblem says which of roles, which what names, the target
+// lacks or its user cannot give objects to ("" when none). Predefined
+// roles the target's version cannot have are not required
+// (RolesTheTargetCanHave).
+func TargetRoleProblem(ctx context.Context, tgt *pgx.Conn, roles []string, what string) (string, error) {
+	var versionNum int
+	if err := tgt.QueryRow(ctx, "SELECT current_setting('server_version_num')::int").Scan(&versionNum); err != nil {
+		return "", fmt.Errorf("read the target's version: %w", err)
+	}
+	roles = RolesTheTargetCanHave(roles, versionNum)
 	var missing, notMember []string
 	err := tgt.QueryRow(ctx, `SELECT coalesce((SELECT array_agg(r ORDER BY r) FROM unnest($1::text[]) r WHERE NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = r)), '{}'),
   coalesce((SELECT array_agg(r ORDER BY r) FROM unnest($1::text[]) r WHERE CASE WHEN EXISTS (SELECT 1 FROM pg_roles WHERE rolname = r) THEN NOT pg_has_role(current_user, r, 'MEMBER') ELSE false END), '{}')`,
 		roles).Scan(&missing, &notMember)
 	if err != nil {
-		return "", fmt.Errorf("look for the schema's roles on the target: %w", err)
+		return "", fmt.Errorf("look for the roles %s names on the target: %w", what, err)
 	}
 	switch {
 	case len(missing) > 0:
@@ -79,7 +86,40 @@ func targetRoleProblem(ctx context.Context, tgt *pgx.Conn, roles []string, what 
 	return "", nil
 }
 
-// roleProblem is roleProblem for the job's connections.
-func (j *Job) roleProblem(ctx context.Context, schemas []string) (string, error) {
-	return roleProblem(ctx, j.src, j.tgt, schemas, j.names.Publication)
+// predefinedRoleSince is the server_version_num from which PostgreSQL has
+// each predefined role that a schema's grants or owners can name. A
+// source newer than the target names some the target cannot have: no
+// operator could create them (the pg_ prefix is reserved), so requiring
+// them would refuse every such target (issue 30: pg_database_owner, which
+// owns schema public from 15 on, was required of a 13 target).
+var predefinedRoleSince = map[string]int{
+	"pg_monitor":                  100000,
+	"pg_read_all_settings":        100000,
+	"pg_read_all_stats":           100000,
+	"pg_stat_scan_tables":         100000,
+	"pg_signal_backend":           90600,
+	"pg_read_server_files":        110000,
+	"pg_write_server_files":       110000,
+	"pg_execute_server_program":   110000,
+	"pg_database_owner":           140000,
+	"pg_read_all_data":            140000,
+	"pg_write_all_data":           140000,
+	"pg_checkpoint":               150000,
+	"pg_use_reserved_connections": 160000,
+	"pg_create_subscription":      160000,
+	"pg_maintain":                 170000,
+	"pg_signal_autovacuum_worker": 180000,
+}
+
+// RolesTheTargetCanHave returns roles without the predefined roles a
+// server of versionNum (server_version_num) does not have.
+func RolesTheTargetCanHave(roles []string, versionNum int) []string {
+	out := make([]string, 0, len(roles))
+	for _, r := range roles {
+		if since, ok := predefinedRoleSince[r]; ok && versionNum < since {
+			continue
+		}
+		out = append(out, r)
+	}
+	return out
 }

@@ -1,4 +1,9 @@
-package job
+// Package schemadump drives pg_dump and pg_restore for bootstrap: it dumps
+// the source's schema into one custom-format archive, reads it through its
+// table of contents, restores its pre-data section before the copy and
+// builds its post-data objects one at a time after it, each recorded in the
+// ledger. It knows nothing of jobs: the job package calls it.
+package schemadump
 
 import (
 	"fmt"
@@ -19,8 +24,8 @@ import (
 // quote or a newline can be misread. The schema, name and owner fields are
 // kept for log lines only.
 
-// tocEntry is one line of an archive's table of contents.
-type tocEntry struct {
+// Entry is one line of an archive's table of contents.
+type Entry struct {
 	DumpID int
 	// CatalogOID and OID identify the object on the source (0 0 for
 	// comments, ACLs and other entries that belong to the one before).
@@ -31,7 +36,7 @@ type tocEntry struct {
 
 // String is how log lines name the entry: its desc and the rest of its
 // line but the owner.
-func (e tocEntry) String() string {
+func (e Entry) String() string {
 	rest := e.Rest
 	if i := strings.LastIndexByte(rest, ' '); i >= 0 {
 		rest = rest[:i] // the owner, empty for an extension's comment
@@ -46,9 +51,9 @@ func (e tocEntry) String() string {
 	return strings.ToLower(e.Desc) + " " + schema + "." + name
 }
 
-// listLine is the entry's line in a list for pg_restore -L, which reads
+// ListLine is the entry's line in a list for pg_restore -L, which reads
 // only the dump id before the semicolon.
-func (e tocEntry) listLine() string {
+func (e Entry) ListLine() string {
 	return strconv.Itoa(e.DumpID) + "; " + strconv.FormatUint(uint64(e.CatalogOID), 10) + " " +
 		strconv.FormatUint(uint64(e.OID), 10) + " " + e.Desc + " " + e.Rest
 }
@@ -74,16 +79,16 @@ var tocDescs = func() []string {
 	return d
 }()
 
-// parseTOC reads pg_restore -l's listing: comment lines (starting with a
+// ParseTOC reads pg_restore -l's listing: comment lines (starting with a
 // semicolon) and blank lines are skipped; any other line must be an
 // entry.
-func parseTOC(listing string) ([]tocEntry, error) {
-	var entries []tocEntry
+func ParseTOC(listing string) ([]Entry, error) {
+	var entries []Entry
 	for n, line := range strings.Split(listing, "\n") {
 		if line == "" || line[0] == ';' {
 			continue
 		}
-		e, err := parseTOCLine(line)
+		e, err := ParseTOCLine(line)
 		if err != nil {
 			return nil, fmt.Errorf("pg_restore -l line %d: %w", n+1, err)
 		}
@@ -92,8 +97,10 @@ func parseTOC(listing string) ([]tocEntry, error) {
 	return entries, nil
 }
 
-func parseTOCLine(line string) (tocEntry, error) {
-	var e tocEntry
+// ParseTOCLine reads one entry of pg_restore -l's listing, or of a list
+// recorded from one (Entry.ListLine).
+func ParseTOCLine(line string) (Entry, error) {
+	var e Entry
 	id, rest, ok := strings.Cut(line, "; ")
 	if !ok {
 		return e, fmt.Errorf("%q is not a table-of-contents entry", line)
@@ -124,11 +131,11 @@ func parseTOCLine(line string) (tocEntry, error) {
 	return e, nil
 }
 
-// tocList writes entries as a list for pg_restore -L.
-func tocList(entries []tocEntry) string {
+// entryList writes entries as a list for pg_restore -L.
+func entryList(entries []Entry) string {
 	var b strings.Builder
 	for _, e := range entries {
-		b.WriteString(e.listLine())
+		b.WriteString(e.ListLine())
 		b.WriteByte('\n')
 	}
 	return b.String()
@@ -145,12 +152,12 @@ const (
 	catPgPolicy     = 3256
 )
 
-// postDataPhase orders post-data objects: keys and indexes first, in
+// PostDataPhase orders post-data objects: keys and indexes first, in
 // parallel; then the attachments of partitions' indexes to their
 // parents'; then what needs them (foreign keys, triggers, rules,
 // policies); last the comments, privileges and security labels, which
 // belong to the entry before them and must not race it.
-func postDataPhase(desc string) int {
+func PostDataPhase(desc string) int {
 	switch desc {
 	case "INDEX", "CONSTRAINT":
 		return 0
@@ -162,5 +169,5 @@ func postDataPhase(desc string) int {
 	return 2
 }
 
-// postDataPhases is the number of phases of postDataPhase.
-const postDataPhases = 4
+// PostDataPhases is the number of phases of PostDataPhase.
+const PostDataPhases = 4

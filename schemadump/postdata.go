@@ -1,4 +1,4 @@
-package job
+package schemadump
 
 import (
 	"bytes"
@@ -20,13 +20,14 @@ import (
 
 // The post-data section of pg_dump's archive (pgdump.go) is built after
 // the copy from the archive recorded on the target, one entry at a time,
-// each marked built as it is, so that a rerun builds the rest.
+// each marked built as it is, so that a rerun builds the rest. How many
+// at once, and what a failure means, is the caller's (job/build.go).
 
-// schemaBuilder builds a job's recorded post-data objects from its
-// recorded archive, one pg_restore per object, so that each is marked
-// built as it is.
-type schemaBuilder struct {
-	j       *Job
+// Builder builds a job's recorded post-data objects from its recorded
+// archive, one pg_restore per object, so that each is marked built as it
+// is.
+type Builder struct {
+	job     string
 	restore string // pg_restore
 	archive string // the archive's file
 	cleanup func()
@@ -38,10 +39,12 @@ type schemaBuilder struct {
 	conn *pgx.Conn
 }
 
-// openSchemaBuilder writes the job's recorded archive to a file; nil when
-// the job has no post-data objects left to build.
-func (j *Job) openSchemaBuilder(ctx context.Context) (*schemaBuilder, error) {
-	archive, err := ledger.PendingArchive(ctx, j.tgt, j.opts.Job)
+// OpenBuilder writes job's recorded archive to a file, and opens a target
+// session of its own on targetURL; nil when the job has no post-data
+// objects left to build. pgDump is job.pg_dump, beside which pg_restore
+// is looked for.
+func OpenBuilder(ctx context.Context, tgt *pgx.Conn, targetURL, pgDump, job string) (*Builder, error) {
+	archive, err := ledger.PendingArchive(ctx, tgt, job)
 	if err != nil || archive == nil {
 		return nil, err
 	}
@@ -49,29 +52,29 @@ func (j *Job) openSchemaBuilder(ctx context.Context) (*schemaBuilder, error) {
 	if err != nil {
 		return nil, err
 	}
-	restore, key, err := pgRestoreProgram(ctx, j.opts.PgDump)
+	restore, key, err := RestoreProgram(ctx, pgDump)
 	if err != nil {
 		cleanup()
 		return nil, err
 	}
-	conn, err := pgconnect.Connect(ctx, "target", j.opts.TargetURL)
+	conn, err := pgconnect.Connect(ctx, "target", targetURL)
 	if err != nil {
 		cleanup()
 		return nil, err
 	}
-	return &schemaBuilder{j: j, restore: restore, restrictKey: key, archive: file, cleanup: func() {
+	return &Builder{job: job, restore: restore, restrictKey: key, archive: file, cleanup: func() {
 		conn.Close(context.WithoutCancel(ctx))
 		cleanup()
 	}, conn: conn}, nil
 }
 
-// pgRestoreProgram finds the pg_restore of the pg_dump of job.pg_dump: the
+// RestoreProgram finds the pg_restore of the pg_dump of job.pg_dump: the
 // program itself where Debian's wrapper (which adds 50 ms to each run)
 // stands in front of it, else the one beside it or on the PATH. key is a
 // fresh key for its \restrict lines, "" when it writes none.
-func pgRestoreProgram(ctx context.Context, pgDump string) (program, key string, err error) {
+func RestoreProgram(ctx context.Context, pgDump string) (program, key string, err error) {
 	if path, err := exec.LookPath(pgDump); err == nil {
-		if v, err := pgDumpVersion(ctx, path); err == nil {
+		if v, err := Version(ctx, path); err == nil {
 			if p := fmt.Sprintf("/usr/lib/postgresql/%d/bin/pg_restore", v); fileExists(p) {
 				program = p
 			}
@@ -104,28 +107,30 @@ func fileExists(p string) bool {
 	return err == nil && !st.IsDir()
 }
 
-// pendingObject is a recorded post-data object not built yet.
-type pendingObject struct {
-	seq, phase int
-	entry      tocEntry
-	table      string
-	name       string
-	primaryKey bool
+// Pending is a recorded post-data object not built yet.
+type Pending struct {
+	Seq, Phase int
+	Entry      Entry
+	// Table (schema.name) and Name are the object's on its table, empty
+	// for other kinds.
+	Table, Name string
+	PrimaryKey  bool
 }
 
-func (o pendingObject) String() string { return o.entry.String() }
+// String names the object for the operator.
+func (o Pending) String() string { return o.Entry.String() }
 
-// pending reads the objects not built yet; table, when set, keeps the
+// Pending reads the objects not built yet; table, when set, keeps the
 // first phase's objects of that table only.
-func (b *schemaBuilder) pending(ctx context.Context, table string) ([]pendingObject, error) {
-	recorded, err := ledger.PendingObjects(ctx, b.conn, b.j.opts.Job, table)
+func (b *Builder) Pending(ctx context.Context, table string) ([]Pending, error) {
+	recorded, err := ledger.PendingObjects(ctx, b.conn, b.job, table)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]pendingObject, len(recorded))
+	out := make([]Pending, len(recorded))
 	for i, r := range recorded {
-		o := pendingObject{seq: r.Seq, phase: r.Phase, table: r.Table, name: r.Name, primaryKey: r.PrimaryKey}
-		if o.entry, err = parseTOCLine(r.Entry); err != nil {
+		o := Pending{Seq: r.Seq, Phase: r.Phase, Table: r.Table, Name: r.Name, PrimaryKey: r.PrimaryKey}
+		if o.Entry, err = ParseTOCLine(r.Entry); err != nil {
 			return nil, fmt.Errorf("pgsync.schema_objects row %d: %w", r.Seq, err)
 		}
 		out[i] = o
@@ -133,12 +138,12 @@ func (b *schemaBuilder) pending(ctx context.Context, table string) ([]pendingObj
 	return out, nil
 }
 
-// build creates one object on conn and marks it built there. An object
+// Build creates one object on conn and marks it built there. An object
 // that an interrupted earlier build made already (creating it fails, and
 // the target has it) counts as built: the one failure ignored on purpose,
 // since a rerun resumes where the last run was stopped.
-func (b *schemaBuilder) build(ctx context.Context, conn *pgx.Conn, o pendingObject) error {
-	sql, err := b.entrySQL(ctx, o.entry)
+func (b *Builder) Build(ctx context.Context, conn *pgx.Conn, o Pending) error {
+	sql, err := b.entrySQL(ctx, o.Entry)
 	if err != nil {
 		return err
 	}
@@ -158,25 +163,18 @@ func (b *schemaBuilder) build(ctx context.Context, conn *pgx.Conn, o pendingObje
 	if err != nil {
 		return err
 	}
-	if err := ledger.MarkBuilt(ctx, conn, b.j.opts.Job, o.seq); err != nil {
+	if err := ledger.MarkBuilt(ctx, conn, b.job, o.Seq); err != nil {
 		return fmt.Errorf("%s: %w", o, err)
 	}
 	return nil
-}
-
-// object is o for the build path (build.go).
-func (b *schemaBuilder) object(o pendingObject) object {
-	return object{name: o.String(), primaryKey: o.primaryKey, create: func(ctx context.Context, conn *pgx.Conn) error {
-		return b.build(ctx, conn, o)
-	}}
 }
 
 // entrySQL is pg_restore's script of one entry of the archive. Its psql
 // meta-commands (\restrict and \unrestrict, which pg_restore writes since
 // PostgreSQL 17.6, 16.10 and 15.14) carry a key pgsync chooses, and are
 // the lines equal to them; nothing else of the script is read.
-func (b *schemaBuilder) entrySQL(ctx context.Context, e tocEntry) (string, error) {
-	listFile, err := writeList(filepath.Dir(b.archive), []tocEntry{e})
+func (b *Builder) entrySQL(ctx context.Context, e Entry) (string, error) {
+	listFile, err := writeList(filepath.Dir(b.archive), []Entry{e})
 	if err != nil {
 		return "", err
 	}
@@ -189,7 +187,7 @@ func (b *schemaBuilder) entrySQL(ctx context.Context, e tocEntry) (string, error
 	var out, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &stderr
 	if err := cmd.Run(); err != nil {
-		return "", fmt.Errorf("pg_restore of %s: %w: %s", e, err, OneLine(stderr.String()))
+		return "", fmt.Errorf("pg_restore of %s: %w: %s", e, err, oneLine(stderr.String()))
 	}
 	script := out.String()
 	if b.restrictKey != "" {
@@ -207,11 +205,11 @@ func (b *schemaBuilder) entrySQL(ctx context.Context, e tocEntry) (string, error
 
 // objectExists says whether the target has the object already, for the
 // kinds that have a name on a table.
-func objectExists(ctx context.Context, conn *pgx.Conn, o pendingObject) (bool, error) {
-	if o.table == "" {
+func objectExists(ctx context.Context, conn *pgx.Conn, o Pending) (bool, error) {
+	if o.Table == "" {
 		return false, nil
 	}
-	schema, rel, _ := strings.Cut(o.table, ".")
+	schema, rel, _ := strings.Cut(o.Table, ".")
 	var there bool
 	err := conn.QueryRow(ctx, `WITH t AS (SELECT c.oid FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = $1 AND c.relname = $2)
 SELECT CASE $3::oid
@@ -220,62 +218,28 @@ SELECT CASE $3::oid
   WHEN 'pg_trigger'::regclass THEN EXISTS (SELECT 1 FROM pg_trigger WHERE tgrelid IN (SELECT oid FROM t) AND tgname = $4)
   WHEN 'pg_rewrite'::regclass THEN EXISTS (SELECT 1 FROM pg_rewrite WHERE ev_class IN (SELECT oid FROM t) AND rulename = $4)
   WHEN 'pg_policy'::regclass THEN EXISTS (SELECT 1 FROM pg_policy WHERE polrelid IN (SELECT oid FROM t) AND polname = $4)
-  ELSE false END`, schema, rel, o.entry.CatalogOID, o.name).Scan(&there)
+  ELSE false END`, schema, rel, o.Entry.CatalogOID, o.Name).Scan(&there)
 	return there, err
 }
 
-// close removes the archive's file.
-func (b *schemaBuilder) close() { b.cleanup() }
+// Conn is the builder's own target session: the copy's goroutines use
+// the job's while keys are built.
+func (b *Builder) Conn() *pgx.Conn { return b.conn }
 
-// counts returns how many of the job's recorded objects are built, and
-// those that are not: the same on every run of the same schema.
-func (j *Job) schemaCounts(ctx context.Context) (built int, failed []string, err error) {
-	built, lines, err := ledger.SchemaCounts(ctx, j.tgt, j.opts.Job)
+// Close closes the builder's session and removes the archive's file.
+func (b *Builder) Close() { b.cleanup() }
+
+// Counts returns how many of job's recorded objects are built, and those
+// that are not: the same on every run of the same schema.
+func Counts(ctx context.Context, tgt *pgx.Conn, job string) (built int, failed []string, err error) {
+	built, lines, err := ledger.SchemaCounts(ctx, tgt, job)
 	if err != nil {
 		return 0, nil, err
 	}
 	for _, l := range lines {
-		if e, perr := parseTOCLine(l); perr == nil {
+		if e, perr := ParseTOCLine(l); perr == nil {
 			failed = append(failed, e.String())
 		}
 	}
 	return built, failed, nil
-}
-
-// buildPostData builds the recorded post-data objects not built yet, phase
-// by phase, max_parallel_copies at a time, each logged with its duration.
-// A primary key that fails stops bootstrap (run finds rows by key); any
-// other failure is a warning (settleBuild), and the object stays not
-// built in the record, which schemaCounts reports.
-func (b *schemaBuilder) buildPostData(ctx context.Context) error {
-	objs, err := b.pending(ctx, "")
-	if err != nil {
-		return err
-	}
-	byPhase := map[int][]object{}
-	for _, o := range objs {
-		byPhase[o.phase] = append(byPhase[o.phase], b.object(o))
-	}
-	phases := make([][]object, postDataPhases)
-	for phase := range phases {
-		phases[phase] = byPhase[phase]
-	}
-	if _, err := b.j.settleBuild(b.j.buildObjects(ctx, b.j.opts.MaxParallelCopies, phases)); err != nil {
-		return fmt.Errorf("create pg_dump's post-data objects: %w: %w", ErrUnfinished, err)
-	}
-	return nil
-}
-
-// tableObjects returns the first-phase objects (keys, indexes) of table
-// not built yet, for the key builder while other tables copy.
-func (b *schemaBuilder) tableObjects(ctx context.Context, table string) ([]object, error) {
-	objs, err := b.pending(ctx, table)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]object, len(objs))
-	for i, o := range objs {
-		out[i] = b.object(o)
-	}
-	return out, nil
 }

@@ -1,9 +1,11 @@
-package job
+package schemadump
 
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -31,41 +33,43 @@ import (
 // every PostgreSQL version; the built-in creator (prepare.go) knows
 // tables, their types and their indexes and constraints only.
 
-// pgDumpOff turns pg_dump off (job.pg_dump).
-const pgDumpOff = "off"
+// Off turns pg_dump off (job.pg_dump).
+const Off = "off"
 
-// dumpScope is what bootstrap dumps: the whole database, or whole
-// schemas, and the archive it read.
-type dumpScope struct {
-	path    string   // the pg_dump program
-	restore string   // the pg_restore beside it
-	version int      // its major version
-	schemas []string // nil: the whole database
-	// extensions the source has (but plpgsql), dumped with a schema scope.
-	extensions []string
-	// unlogged tables, left out as the copy leaves them out.
-	unlogged []string
-	// archive is pg_dump's custom-format archive; preData the entries
-	// restored before the copy, postData those built after it.
-	archive  []byte
-	preData  []tocEntry
-	postData []schemaObject
-	// skippedSchemas are schemas the target has already, whose CREATE
+// Scope is what bootstrap dumps: the whole database, or whole schemas,
+// and the archive it read.
+type Scope struct {
+	Path    string   // the pg_dump program
+	Restore string   // the pg_restore beside it
+	Version int      // its major version
+	Schemas []string // nil: the whole database
+	// Extensions the source has (but plpgsql), dumped with a schema scope.
+	Extensions []string
+	// Unlogged tables, left out as the copy leaves them out.
+	Unlogged []string
+	// Archive is pg_dump's custom-format archive; PreData the entries
+	// restored before the copy, PostData those built after it.
+	Archive  []byte
+	PreData  []Entry
+	PostData []Object
+	// SkippedSchemas are schemas the target has already, whose CREATE
 	// SCHEMA entry is left out.
-	skippedSchemas []string
+	SkippedSchemas []string
 }
 
-func (d *dumpScope) String() string {
-	if d.schemas == nil {
+// String names the scope for log lines.
+func (d *Scope) String() string {
+	if d.Schemas == nil {
 		return "the whole database"
 	}
-	return "schema(s) " + strings.Join(d.schemas, ", ")
+	return "schema(s) " + strings.Join(d.Schemas, ", ")
 }
 
-// pgDumpVersion returns the major version of the pg_dump at path.
 var pgDumpVersionRe = regexp.MustCompile(`\(PostgreSQL\) (\d+)`)
 
-func pgDumpVersion(ctx context.Context, path string) (int, error) {
+// Version returns the major version of the pg_dump at path, from its
+// --version.
+func Version(ctx context.Context, path string) (int, error) {
 	out, err := exec.CommandContext(ctx, path, "--version").Output()
 	if err != nil {
 		return 0, fmt.Errorf("%s --version: %w", path, err)
@@ -77,91 +81,10 @@ func pgDumpVersion(ctx context.Context, path string) (int, error) {
 	return strconv.Atoi(string(m[1]))
 }
 
-// choosePgDump decides whether the schema comes from pg_dump, and why not
-// when it does not: job.pg_dump is off, the target already has a table of
-// the job, no pg_dump as new as the source is found, or the job selects
-// only some tables of a schema (pg_dump would create the others, empty).
-// An error is a refusal: the target lacks an extension the source has.
-func (j *Job) choosePgDump(ctx context.Context, tables []catalog.Table, tp targetPlan) (*dumpScope, string, error) {
-	if j.opts.PgDump == pgDumpOff {
-		return nil, "job.pg_dump is off", nil
-	}
-	if len(tp.existing) > 0 {
-		return nil, fmt.Sprintf("the target already has %d of the job's tables (pg_dump's schema is used only for a target that has none)", len(tp.existing)), nil
-	}
-	path, err := exec.LookPath(j.opts.PgDump)
-	if err != nil {
-		return nil, fmt.Sprintf("no pg_dump %q found (set job.pg_dump to its path)", j.opts.PgDump), nil
-	}
-	version, err := pgDumpVersion(ctx, path)
-	if err != nil {
-		if ctx.Err() != nil {
-			return nil, "", ctx.Err() // cancelled (a check failed): not a reason to do without pg_dump
-		}
-		return nil, err.Error(), nil
-	}
-	var srcVersion int
-	if err := j.src.QueryRow(ctx, "SELECT current_setting('server_version_num')::int / 10000").Scan(&srcVersion); err != nil {
-		return nil, "", fmt.Errorf("read the source's version: %w", err)
-	}
-	if version < srcVersion {
-		return nil, fmt.Sprintf("%s is pg_dump %d, older than the source (%d): set job.pg_dump to a pg_dump %d or later", path, version, srcVersion, srcVersion), nil
-	}
-	d := &dumpScope{path: path, version: version}
-	restore, _, err := pgRestoreProgram(ctx, path)
-	if err != nil {
-		if ctx.Err() != nil {
-			return nil, "", ctx.Err() // cancelled (a check failed): not a reason to do without pg_dump
-		}
-		return nil, err.Error(), nil
-	}
-	d.restore = restore
-	var why string
-	if d.schemas, d.unlogged, why, err = dumpSchemas(ctx, j.src, tables); err != nil || why != "" {
-		return nil, why, err
-	}
-	exts, err := sourceExtensions(ctx, j.src)
-	if err != nil {
-		return nil, "", err
-	}
-	if d.schemas != nil {
-		for _, e := range exts {
-			d.extensions = append(d.extensions, e.Name)
-		}
-	}
-	if gaps, err := extensionGapsOf(ctx, j.tgt, exts); err != nil {
-		return nil, "", err
-	} else if refused := gaps.refused(); len(refused) > 0 {
-		return nil, "", fmt.Errorf("%s: %w", strings.Join(refused, "; "), ErrMissingExtension)
-	}
-	if why, err := j.targetHoldsObjects(ctx, d.schemas); err != nil || why != "" {
-		return nil, why, err
-	}
-	// The roles the schema names must exist on the target, and its user
-	// must be able to give objects to their owners: refused now, before
-	// anything is written.
-	if problem, err := j.roleProblem(ctx, d.schemas); err != nil {
-		return nil, "", err
-	} else if problem != "" {
-		return nil, "", fmt.Errorf("%s: %w", problem, ErrMissingRole)
-	}
-	dumpBegan := time.Now()
-	if err := d.dump(ctx, j.opts.SourceURL); err != nil {
-		return nil, "", err
-	}
-	// Its own line: with the source far away, the dump is most of what
-	// bootstrap does before the copy (docs/benchmarks.md).
-	j.log.Info("schema read with pg_dump", "format", "custom", "seconds", fmt.Sprintf("%.2f", time.Since(dumpBegan).Seconds()))
-	if err := j.readTOC(ctx, d); err != nil {
-		return nil, "", err
-	}
-	return d, "", nil
-}
-
-// dumpSchemas returns what pg_dump dumps for tables: nil for the whole
+// Schemas returns what pg_dump dumps for tables: nil for the whole
 // database, else the job's schemas, each of which it must take whole
 // (why says so when it does not); and the unlogged tables to leave out.
-func dumpSchemas(ctx context.Context, src *pgx.Conn, tables []catalog.Table) (dumped, unlogged []string, why string, err error) {
+func Schemas(ctx context.Context, src *pgx.Conn, tables []catalog.Table) (dumped, unlogged []string, why string, err error) {
 	// The job's schemas, and whether it takes every table of them, or of
 	// the whole database.
 	inJob := make(map[string]bool, len(tables))
@@ -216,12 +139,12 @@ WHERE c.relkind IN ('r', 'p') AND n.nspname NOT IN ('pg_catalog', 'information_s
 	return dumped, unlogged, "", nil
 }
 
-// targetHoldsObjects says which objects the target already has in the
+// TargetHoldsObjects says which objects the target already has in the
 // schemas to restore (nil: any but the system's and pgsync's): pg_dump's
 // schema goes only into a database without them.
-func (j *Job) targetHoldsObjects(ctx context.Context, schemas []string) (string, error) {
+func TargetHoldsObjects(ctx context.Context, tgt *pgx.Conn, schemas []string) (string, error) {
 	var found []string
-	err := j.tgt.QueryRow(ctx, `WITH ns AS (
+	err := tgt.QueryRow(ctx, `WITH ns AS (
   SELECT oid FROM pg_namespace
   WHERE nspname NOT IN ('pg_catalog', 'information_schema', 'pgsync') AND nspname NOT LIKE 'pg\_%'
     AND ($1::text[] IS NULL OR nspname = ANY ($1))),
@@ -243,9 +166,9 @@ SELECT coalesce(array_agg(o ORDER BY o), '{}') FROM (
 	return "", nil
 }
 
-// dump runs pg_dump once for the schema (every section) into a
-// custom-format archive.
-func (d *dumpScope) dump(ctx context.Context, sourceURL string) error {
+// Dump runs pg_dump once for the schema (every section) into a
+// custom-format archive, kept in d.Archive.
+func (d *Scope) Dump(ctx context.Context, sourceURL string) error {
 	dir, err := os.MkdirTemp("", "pgsync-dump-")
 	if err != nil {
 		return err
@@ -253,56 +176,58 @@ func (d *dumpScope) dump(ctx context.Context, sourceURL string) error {
 	defer os.RemoveAll(dir)
 	file := filepath.Join(dir, "schema.dump")
 	args := []string{"--format=custom", "--schema-only", "--no-subscriptions", "--exclude-schema=pgsync", "--file=" + file, "-d", sourceURL}
-	for _, s := range d.schemas {
+	for _, s := range d.Schemas {
 		args = append(args, "--schema="+catalog.QuoteIdent(s))
 	}
-	for _, e := range d.extensions {
+	for _, e := range d.Extensions {
 		args = append(args, "--extension="+catalog.QuoteIdent(e))
 	}
-	for _, t := range d.unlogged {
+	for _, t := range d.Unlogged {
 		args = append(args, "--exclude-table="+t)
 	}
-	cmd := exec.CommandContext(ctx, d.path, args...)
+	cmd := exec.CommandContext(ctx, d.Path, args...)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	if err := cmd.Run(); err != nil {
 		// pg_dump's messages name no password; the url is not repeated.
-		return fmt.Errorf("pg_dump --format=custom --schema-only of the source: %w: %s", err, OneLine(stderr.String()))
+		return fmt.Errorf("pg_dump --format=custom --schema-only of the source: %w: %s", err, oneLine(stderr.String()))
 	}
-	d.archive, err = os.ReadFile(file)
-	return err
+	if d.Archive, err = os.ReadFile(file); err != nil {
+		return fmt.Errorf("read pg_dump's archive: %w", err)
+	}
+	return nil
 }
 
 // listSection is pg_restore -l of one section of archive (a file).
-func listSection(ctx context.Context, pgRestore, archive, section string) ([]tocEntry, error) {
+func listSection(ctx context.Context, pgRestore, archive, section string) ([]Entry, error) {
 	cmd := exec.CommandContext(ctx, pgRestore, "--list", "--section="+section, archive)
 	var out, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &stderr
 	if err := cmd.Run(); err != nil {
-		return nil, fmt.Errorf("pg_restore --list --section=%s: %w: %s", section, err, OneLine(stderr.String()))
+		return nil, fmt.Errorf("pg_restore --list --section=%s: %w: %s", section, err, oneLine(stderr.String()))
 	}
-	return parseTOC(out.String())
+	return ParseTOC(out.String())
 }
 
-// readTOC reads the archive's table of contents: the pre-data entries to
+// ReadTOC reads the archive's table of contents: the pre-data entries to
 // restore (without the job's publication and the schemas the target has
 // already) and the post-data objects, each with the table it is on, from
 // the source's catalogs.
-func (j *Job) readTOC(ctx context.Context, d *dumpScope) error {
-	file, cleanup, err := writeArchive(d.archive)
+func (d *Scope) ReadTOC(ctx context.Context, src, tgt *pgx.Conn, publication string) error {
+	file, cleanup, err := writeArchive(d.Archive)
 	if err != nil {
 		return err
 	}
 	defer cleanup()
-	pre, err := listSection(ctx, d.restore, file, "pre-data")
+	pre, err := listSection(ctx, d.Restore, file, "pre-data")
 	if err != nil {
 		return err
 	}
-	post, err := listSection(ctx, d.restore, file, "post-data")
+	post, err := listSection(ctx, d.Restore, file, "post-data")
 	if err != nil {
 		return err
 	}
-	ours, err := j.publicationEntries(ctx)
+	ours, err := publicationEntries(ctx, src, publication)
 	if err != nil {
 		return err
 	}
@@ -316,7 +241,7 @@ func (j *Job) readTOC(ctx context.Context, d *dumpScope) error {
 	}
 	schemaNames := map[uint32]string{}
 	if len(schemaOIDs) > 0 {
-		rows, err := j.src.Query(ctx, `SELECT oid, nspname FROM pg_namespace WHERE oid = ANY ($1)`, schemaOIDs)
+		rows, err := src.Query(ctx, `SELECT oid, nspname FROM pg_namespace WHERE oid = ANY ($1)`, schemaOIDs)
 		if err != nil {
 			return fmt.Errorf("read the dump's schemas on the source: %w", err)
 		}
@@ -339,7 +264,7 @@ func (j *Job) readTOC(ctx context.Context, d *dumpScope) error {
 		names = append(names, n)
 	}
 	var existing []string
-	if err := j.tgt.QueryRow(ctx, `SELECT coalesce(array_agg(n ORDER BY n), '{}') FROM unnest($1::text[]) n WHERE to_regnamespace(quote_ident(n)) IS NOT NULL`, names).Scan(&existing); err != nil {
+	if err := tgt.QueryRow(ctx, `SELECT coalesce(array_agg(n ORDER BY n), '{}') FROM unnest($1::text[]) n WHERE to_regnamespace(quote_ident(n)) IS NOT NULL`, names).Scan(&existing); err != nil {
 		return fmt.Errorf("look for the dump's schemas on the target: %w", err)
 	}
 	skip := map[uint32]bool{}
@@ -348,34 +273,34 @@ func (j *Job) readTOC(ctx context.Context, d *dumpScope) error {
 			skip[oid] = true
 		}
 	}
-	d.skippedSchemas = existing
+	d.SkippedSchemas = existing
 	for _, e := range pre {
 		if ours[e.OID] && e.OID != 0 || e.CatalogOID == catPgNamespace && skip[e.OID] {
 			continue
 		}
-		d.preData = append(d.preData, e)
+		d.PreData = append(d.PreData, e)
 	}
-	var kept []tocEntry
+	var kept []Entry
 	for _, e := range post {
 		if !(ours[e.OID] && e.OID != 0) {
 			kept = append(kept, e)
 		}
 	}
-	d.postData, err = j.resolveSchemaObjects(ctx, kept)
+	d.PostData, err = resolveObjects(ctx, src, kept)
 	return err
 }
 
 // publicationEntries returns the catalog OIDs of the job's publication and
 // its tables on the source: the target must not get them.
-func (j *Job) publicationEntries(ctx context.Context) (map[uint32]bool, error) {
-	rows, err := j.src.Query(ctx, `SELECT p.oid FROM pg_publication p WHERE p.pubname = $1
-UNION ALL SELECT r.oid FROM pg_publication_rel r JOIN pg_publication p ON p.oid = r.prpubid WHERE p.pubname = $1`, j.names.Publication)
+func publicationEntries(ctx context.Context, src *pgx.Conn, publication string) (map[uint32]bool, error) {
+	rows, err := src.Query(ctx, `SELECT p.oid FROM pg_publication p WHERE p.pubname = $1
+UNION ALL SELECT r.oid FROM pg_publication_rel r JOIN pg_publication p ON p.oid = r.prpubid WHERE p.pubname = $1`, publication)
 	if err != nil {
-		return nil, fmt.Errorf("read publication %s on the source: %w", j.names.Publication, err)
+		return nil, fmt.Errorf("read publication %s on the source: %w", publication, err)
 	}
 	oids, err := pgx.CollectRows(rows, pgx.RowTo[uint32])
 	if err != nil {
-		return nil, fmt.Errorf("read publication %s on the source: %w", j.names.Publication, err)
+		return nil, fmt.Errorf("read publication %s on the source: %w", publication, err)
 	}
 	out := make(map[uint32]bool, len(oids))
 	for _, o := range oids {
@@ -384,10 +309,11 @@ UNION ALL SELECT r.oid FROM pg_publication_rel r JOIN pg_publication p ON p.oid 
 	return out, nil
 }
 
-// schemaObject is one post-data entry of the archive and what the source's
+// Object is one post-data entry of the archive and what the source's
 // catalogs say of it.
-type schemaObject struct {
-	tocEntry
+type Object struct {
+	Entry
+	// Phase is its PostDataPhase.
 	Phase int
 	// Table is the table (schema.name) of a key, index, constraint,
 	// trigger, rule or policy, and Name its name there; both empty for
@@ -397,13 +323,13 @@ type schemaObject struct {
 	PrimaryKey bool
 }
 
-// resolveSchemaObjects looks up, on the source, the table and name of each
+// resolveObjects looks up, on the source, the table and name of each
 // post-data entry by its catalog identity.
-func (j *Job) resolveSchemaObjects(ctx context.Context, entries []tocEntry) ([]schemaObject, error) {
-	objs := make([]schemaObject, len(entries))
+func resolveObjects(ctx context.Context, src *pgx.Conn, entries []Entry) ([]Object, error) {
+	objs := make([]Object, len(entries))
 	var cats, oids []uint32
 	for i, e := range entries {
-		objs[i] = schemaObject{tocEntry: e, Phase: postDataPhase(e.Desc)}
+		objs[i] = Object{Entry: e, Phase: PostDataPhase(e.Desc)}
 		if e.OID != 0 {
 			cats, oids = append(cats, e.CatalogOID), append(oids, e.OID)
 		}
@@ -411,7 +337,7 @@ func (j *Job) resolveSchemaObjects(ctx context.Context, entries []tocEntry) ([]s
 	if len(oids) == 0 {
 		return objs, nil
 	}
-	rows, err := j.src.Query(ctx, `SELECT e.cat, e.oid, n.nspname, c.relname, o.name, o.pk
+	rows, err := src.Query(ctx, `SELECT e.cat, e.oid, n.nspname, c.relname, o.name, o.pk
 FROM unnest($1::oid[], $2::oid[]) AS e(cat, oid)
 JOIN LATERAL (
   SELECT i.indrelid AS rel, ic.relname::text AS name, false AS pk FROM pg_index i JOIN pg_class ic ON ic.oid = i.indexrelid
@@ -469,7 +395,7 @@ func writeArchive(archive []byte) (file string, cleanup func(), err error) {
 
 // pgRestore runs pg_restore of the entries of list from archive into the
 // target; pg_restore stops at the first error, which it returns.
-func pgRestore(ctx context.Context, program, targetURL, archive string, list []tocEntry, singleTransaction bool) error {
+func pgRestore(ctx context.Context, program, targetURL, archive string, list []Entry, singleTransaction bool) error {
 	listFile, err := writeList(filepath.Dir(archive), list)
 	if err != nil {
 		return err
@@ -491,12 +417,12 @@ func pgRestore(ctx context.Context, program, targetURL, archive string, list []t
 }
 
 // writeList writes entries as a pg_restore -L list in a file of dir.
-func writeList(dir string, entries []tocEntry) (string, error) {
+func writeList(dir string, entries []Entry) (string, error) {
 	f, err := os.CreateTemp(dir, "list-*")
 	if err != nil {
 		return "", err
 	}
-	if _, err := f.WriteString(tocList(entries)); err != nil {
+	if _, err := f.WriteString(entryList(entries)); err != nil {
 		f.Close()
 		os.Remove(f.Name())
 		return "", err
@@ -518,62 +444,61 @@ func restoreError(stderr string) string {
 		}
 		keep = append(keep, line)
 	}
-	return OneLine(strings.Join(keep, "\n"))
+	return oneLine(strings.Join(keep, "\n"))
 }
 
-// recordSchema records the archive and its post-data objects on the
-// target, in place of any an earlier bootstrap of the job recorded.
-func (j *Job) recordSchema(ctx context.Context, d *dumpScope) error {
-	objects := make([]ledger.SchemaObject, len(d.postData))
-	for i, o := range d.postData {
-		objects[i] = ledger.SchemaObject{Seq: i + 1, Phase: o.Phase, Entry: o.listLine(), Kind: o.Desc,
+// Record records the archive and its post-data objects on the target, in
+// place of any an earlier bootstrap of job recorded.
+func (d *Scope) Record(ctx context.Context, tgt *pgx.Conn, job string) error {
+	objects := make([]ledger.SchemaObject, len(d.PostData))
+	for i, o := range d.PostData {
+		objects[i] = ledger.SchemaObject{Seq: i + 1, Phase: o.Phase, Entry: o.ListLine(), Kind: o.Desc,
 			Table: o.Table, Name: o.Name, PrimaryKey: o.PrimaryKey}
 	}
-	return ledger.RecordSchema(ctx, j.tgt, j.opts.Job, d.archive, objects)
+	return ledger.RecordSchema(ctx, tgt, job, d.Archive, objects)
 }
 
-// restorePreData creates the source's extensions at their versions where
-// it can, then restores the pre-data entries with pg_restore in one
-// transaction: all of them, or none.
-func (j *Job) restorePreData(ctx context.Context, d *dumpScope) (objects int, err error) {
-	began := time.Now()
-	exts, err := sourceExtensions(ctx, j.src)
+// ErrRestore: pg_restore of the pre-data section failed, and it kept
+// nothing.
+var ErrRestore = errors.New("pg_restore of the pre-data section failed")
+
+// RestorePreData creates the source's extensions (exts) at their versions
+// where it can, then restores the pre-data entries with pg_restore into
+// targetURL in one transaction: all of them, or none. When the restore
+// fails, the extensions it created are dropped again, so that a failed
+// bootstrap leaves nothing behind; the error (wrapping ErrRestore) names
+// any it could not drop.
+func (d *Scope) RestorePreData(ctx context.Context, tgt *pgx.Conn, targetURL string, exts []Extension) error {
+	created, err := createExtensions(ctx, tgt, exts)
 	if err != nil {
-		return 0, err
+		return err
 	}
-	if err := createExtensions(ctx, j.tgt, exts); err != nil {
-		return 0, err
+	err = d.restorePreData(ctx, targetURL)
+	if err == nil {
+		return nil
 	}
-	file, cleanup, err := writeArchive(d.archive)
+	if derr := dropExtensions(ctx, tgt, created); derr != nil {
+		return fmt.Errorf("%w (it kept nothing, but the extensions created before it stay: %s, which the drop refused: %w): %w",
+			ErrRestore, strings.Join(created, ", "), derr, err)
+	}
+	return fmt.Errorf("%w (nothing of it was kept, nor the extensions created for it): %w", ErrRestore, err)
+}
+
+func (d *Scope) restorePreData(ctx context.Context, targetURL string) error {
+	file, cleanup, err := writeArchive(d.Archive)
 	if err != nil {
-		return 0, err
+		return err
 	}
 	defer cleanup()
-	stop := j.sayWhile(ctx, "restoring pg_dump's pre-data section on the target", "when pg_restore has run every entry, in one transaction (interrupted, it keeps nothing)")
-	err = pgRestore(ctx, d.restore, j.opts.TargetURL, file, d.preData, true)
-	stop()
-	if err != nil {
-		return 0, fmt.Errorf("restore pg_dump's pre-data section on the target (nothing of it was kept): %w", err)
-	}
-	if len(d.skippedSchemas) > 0 {
-		j.log.Info("schemas the target has already are kept as they are (owner, privileges)", "schemas", strings.Join(d.skippedSchemas, ", "))
-	}
-	if differ, err := extensionVersionsDiffer(ctx, j.tgt, exts); err != nil {
-		return 0, err
-	} else if len(differ) > 0 {
-		j.log.Warn("extension created at the target's version, not the source's: the target's server lacks the source's version", "extensions", strings.Join(differ, ", "))
-	}
-	j.log.Info("schema restored from pg_dump", "section", "pre-data", "scope", d.String(), "pg_dump", d.path, "entries", len(d.preData),
-		"seconds", fmt.Sprintf("%.2f", time.Since(began).Seconds()))
-	return len(d.preData), nil
+	return pgRestore(ctx, d.Restore, targetURL, file, d.PreData, true)
 }
 
-// refreshMaterializedViews fills the materialized views pre-data created
-// empty, each after those it reads from.
-func (j *Job) refreshMaterializedViews(ctx context.Context) error {
-	for round := 0; ; round++ {
+// RefreshMaterializedViews fills the materialized views pre-data created
+// empty, each after those it reads from, logging each.
+func RefreshMaterializedViews(ctx context.Context, tgt *pgx.Conn, log *slog.Logger) error {
+	for {
 		var views []string
-		if err := j.tgt.QueryRow(ctx, `SELECT coalesce(array_agg(c.oid::regclass::text ORDER BY c.oid), '{}') FROM pg_class c
+		if err := tgt.QueryRow(ctx, `SELECT coalesce(array_agg(c.oid::regclass::text ORDER BY c.oid), '{}') FROM pg_class c
 JOIN pg_namespace n ON n.oid = c.relnamespace
 WHERE c.relkind = 'm' AND NOT c.relispopulated AND n.nspname NOT IN ('pg_catalog', 'information_schema')`).Scan(&views); err != nil {
 			return fmt.Errorf("list the target's materialized views: %w", err)
@@ -585,15 +510,21 @@ WHERE c.relkind = 'm' AND NOT c.relispopulated AND n.nspname NOT IN ('pg_catalog
 		var lastErr error
 		for _, v := range views {
 			began := time.Now()
-			if _, err := j.tgt.Exec(ctx, "REFRESH MATERIALIZED VIEW "+v); err != nil {
+			if _, err := tgt.Exec(ctx, "REFRESH MATERIALIZED VIEW "+v); err != nil {
 				lastErr = fmt.Errorf("refresh materialized view %s: %w", v, err)
 				continue
 			}
 			progressed = true
-			j.log.Info("refreshed", "materialized_view", v, "seconds", fmt.Sprintf("%.2f", time.Since(began).Seconds()))
+			log.Info("refreshed", "materialized_view", v, "seconds", fmt.Sprintf("%.2f", time.Since(began).Seconds()))
 		}
 		if !progressed {
 			return lastErr
 		}
 	}
+}
+
+// oneLine joins a message's lines: pg_dump's and pg_restore's messages
+// go into one-line errors.
+func oneLine(s string) string {
+	return strings.Join(strings.Fields(strings.ReplaceAll(s, "\n", " ")), " ")
 }

@@ -1,34 +1,36 @@
-package job
+package schemadump
 
 import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/pgsync/pgsync/catalog"
 )
 
-// extension is one extension of the source.
-type extension struct {
+// Extension is one extension of the source.
+type Extension struct {
 	Name, Version, Schema string
 }
 
-func (e extension) String() string { return e.Name + " " + e.Version }
+// String names the extension and its version.
+func (e Extension) String() string { return e.Name + " " + e.Version }
 
-// sourceExtensions lists the source's extensions but plpgsql (every
+// SourceExtensions lists the source's extensions but plpgsql (every
 // database has it), in the order they were created, which is an order
 // their dependencies allow.
-func sourceExtensions(ctx context.Context, src *pgx.Conn) ([]extension, error) {
+func SourceExtensions(ctx context.Context, src *pgx.Conn) ([]Extension, error) {
 	rows, err := src.Query(ctx, `SELECT e.extname::text, e.extversion, n.nspname::text
 FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace
 WHERE e.extname <> 'plpgsql' ORDER BY e.oid`)
 	if err != nil {
 		return nil, fmt.Errorf("list the source's extensions: %w", err)
 	}
-	exts, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (extension, error) {
-		var e extension
+	exts, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (Extension, error) {
+		var e Extension
 		err := r.Scan(&e.Name, &e.Version, &e.Schema)
 		return e, err
 	})
@@ -41,23 +43,23 @@ WHERE e.extname <> 'plpgsql' ORDER BY e.oid`)
 // extensionGap is what the target's server lacks of one source
 // extension.
 type extensionGap struct {
-	extension
+	Extension
 	installed bool // the server has some version of it
 	// atVersion: the server has the source's version.
 	atVersion bool
 	major     int // the target server's major version, for the package name
 }
 
-// extensionGaps are the source extensions the target's server lacks, or
+// Gaps are the source extensions the target's server lacks, or
 // lacks at the source's version.
-type extensionGaps []extensionGap
+type Gaps []extensionGap
 
-// extensionGapsOf compares the source's extensions with what the target's
+// GapsOf compares the source's extensions with what the target's
 // server has installed (pg_available_extension_versions).
-func extensionGapsOf(ctx context.Context, tgt *pgx.Conn, exts []extension) (extensionGaps, error) {
-	var gaps extensionGaps
+func GapsOf(ctx context.Context, tgt *pgx.Conn, exts []Extension) (Gaps, error) {
+	var gaps Gaps
 	for _, e := range exts {
-		g := extensionGap{extension: e}
+		g := extensionGap{Extension: e}
 		err := tgt.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_available_extension_versions WHERE name = $1),
   EXISTS (SELECT 1 FROM pg_available_extension_versions WHERE name = $1 AND version = $2),
   current_setting('server_version_num')::int / 10000`, e.Name, e.Version).Scan(&g.installed, &g.atVersion, &g.major)
@@ -71,9 +73,9 @@ func extensionGapsOf(ctx context.Context, tgt *pgx.Conn, exts []extension) (exte
 	return gaps, nil
 }
 
-// refused words each extension the target's server does not have at all:
+// Refused words each extension the target's server does not have at all:
 // the schema needs it and nothing can be created without it.
-func (gaps extensionGaps) refused() []string {
+func (gaps Gaps) Refused() []string {
 	var out []string
 	for _, g := range gaps {
 		if !g.installed {
@@ -84,9 +86,9 @@ func (gaps extensionGaps) refused() []string {
 	return out
 }
 
-// otherVersion words each extension the target's server has, but not at
+// OtherVersion words each extension the target's server has, but not at
 // the source's version: it is created at the server's default version.
-func (gaps extensionGaps) otherVersion() []string {
+func (gaps Gaps) OtherVersion() []string {
 	var out []string
 	for _, g := range gaps {
 		if g.installed && !g.atVersion {
@@ -100,9 +102,11 @@ func (gaps extensionGaps) otherVersion() []string {
 // whose schema the target has (public, most often) at the source's
 // version where the target's server has it; pg_restore's CREATE EXTENSION
 // IF NOT EXISTS then leaves them as they are. Those in a schema the dump
-// creates are made by pg_restore, at the server's default version.
-func createExtensions(ctx context.Context, tgt *pgx.Conn, exts []extension) error {
-	return pgx.BeginFunc(ctx, tgt, func(tx pgx.Tx) error {
+// creates are made by pg_restore, at the server's default version. created
+// names those it made, in the order it made them, for dropExtensions.
+func createExtensions(ctx context.Context, tgt *pgx.Conn, exts []Extension) (created []string, err error) {
+	err = pgx.BeginFunc(ctx, tgt, func(tx pgx.Tx) error {
+		created = created[:0]
 		for _, e := range exts {
 			var create, atVersion bool
 			if err := tx.QueryRow(ctx, `SELECT to_regnamespace(quote_ident($2)) IS NOT NULL AND NOT EXISTS (SELECT 1 FROM pg_extension WHERE extname = $1),
@@ -119,14 +123,42 @@ func createExtensions(ctx context.Context, tgt *pgx.Conn, exts []extension) erro
 			if _, err := tx.Exec(ctx, sql); err != nil {
 				return fmt.Errorf("create extension %s on the target: %w", e, err)
 			}
+			created = append(created, e.Name)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return created, nil
+}
+
+// dropExtensions drops, in one transaction and in the reverse order of
+// their creation, the extensions createExtensions made, after a pre-data
+// restore that kept nothing failed: a refused bootstrap leaves nothing
+// behind (issue 30). No CASCADE: the restore that could have made objects
+// depend on them rolled back, so a drop that fails means someone else's
+// object uses one, and that extension stays. It runs even when ctx was
+// cancelled (the restore failed because of it), for a bounded while.
+func dropExtensions(ctx context.Context, tgt *pgx.Conn, created []string) error {
+	if len(created) == 0 {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
+	return pgx.BeginFunc(ctx, tgt, func(tx pgx.Tx) error {
+		for i := len(created) - 1; i >= 0; i-- {
+			if _, err := tx.Exec(ctx, "DROP EXTENSION IF EXISTS "+catalog.QuoteIdent(created[i])); err != nil {
+				return fmt.Errorf("drop extension %s on the target: %w", created[i], err)
+			}
 		}
 		return nil
 	})
 }
 
-// extensionVersionsDiffer names the extensions the target has at another
+// VersionsDiffer names the extensions the target has at another
 // version than the source's.
-func extensionVersionsDiffer(ctx context.Context, tgt *pgx.Conn, exts []extension) ([]string, error) {
+func VersionsDiffer(ctx context.Context, tgt *pgx.Conn, exts []Extension) ([]string, error) {
 	var out []string
 	for _, e := range exts {
 		var version string
@@ -141,29 +173,29 @@ func extensionVersionsDiffer(ctx context.Context, tgt *pgx.Conn, exts []extensio
 	return out, nil
 }
 
-// emptyExtensionTables empties the job's tables that an extension's
+// EmptyExtensionTables empties the tables of created that an extension's
 // CREATE EXTENSION, run by this bootstrap's pre-data restore, created
 // with rows (its configuration tables, pg_extension_config_dump): the copy
 // then brings the source's rows, the extension's own and those added
 // since, once each, where it would otherwise add them a second time.
-// Only tables this bootstrap created are given (created).
-func (j *Job) emptyExtensionTables(ctx context.Context, created []*catalog.Table) error {
+// Only tables this bootstrap created are given (created); emptied names
+// those it emptied.
+func EmptyExtensionTables(ctx context.Context, tgt *pgx.Conn, created []*catalog.Table) (emptied []string, err error) {
 	if len(created) == 0 {
-		return nil
+		return nil, nil
 	}
 	var members []string
-	err := j.tgt.QueryRow(ctx, `SELECT coalesce(array_agg(c.oid::regclass::text ORDER BY 1), '{}')
+	err = tgt.QueryRow(ctx, `SELECT coalesce(array_agg(c.oid::regclass::text ORDER BY 1), '{}')
 FROM pg_class c JOIN pg_depend d ON d.classid = 'pg_class'::regclass AND d.objid = c.oid AND d.deptype = 'e'
 WHERE c.oid = ANY (SELECT to_regclass(x) FROM unnest($1::text[]) x)`, catalog.RefIdents(created)).Scan(&members)
 	if err != nil {
-		return fmt.Errorf("look for extension tables among the created ones: %w", err)
+		return nil, fmt.Errorf("look for extension tables among the created ones: %w", err)
 	}
 	if len(members) == 0 {
-		return nil
+		return nil, nil
 	}
-	if _, err := j.tgt.Exec(ctx, "TRUNCATE ONLY "+strings.Join(members, ", ")); err != nil {
-		return fmt.Errorf("empty the rows CREATE EXTENSION put in %s: %w", strings.Join(members, ", "), err)
+	if _, err := tgt.Exec(ctx, "TRUNCATE ONLY "+strings.Join(members, ", ")); err != nil {
+		return nil, fmt.Errorf("empty the rows CREATE EXTENSION put in %s: %w", strings.Join(members, ", "), err)
 	}
-	j.log.Info("emptied the rows CREATE EXTENSION put in its configuration tables: the copy brings the source's, once", "tables", strings.Join(members, ", "))
-	return nil
+	return members, nil
 }
