@@ -92,7 +92,12 @@ const terminateWait = 5 * time.Second
 // says which and how to undo it.
 func (j *Job) Cutover(ctx context.Context, o CutoverOptions) (*CutoverReport, error) {
 	rep := &CutoverReport{Job: j.opts.Job, Started: time.Now().UTC()}
-	err := j.cutover(ctx, o, rep)
+	// A job bootstrapped by an earlier release may lack the tables cutover
+	// writes (locked roles, large objects, the comparison).
+	_, err := ledger.Upgrade(ctx, j.tgt)
+	if err == nil {
+		err = j.cutover(ctx, o, rep)
+	}
 	rep.Finished = time.Now().UTC()
 	if err != nil && len(rep.LockedRoles) > 0 {
 		err = fmt.Errorf("%w; the source stays read-only for role(s) %s: undo with pgsync cutover --unlock-source %s",

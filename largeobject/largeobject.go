@@ -240,7 +240,7 @@ func Compare(ctx context.Context, src, dst Querier) (Comparison, error) {
 // or holds with other content is copied, and each one pgsync copied for
 // job that src no longer has is removed (objects dst had of its own stay,
 // and are reported). It returns what it found before it acted, and what
-// it did.
+// it did. dst's ledger is at the latest version (ledger.Ensure).
 func Sync(ctx context.Context, src Querier, dst *pgx.Conn, job string) (found Comparison, copied, removed int, err error) {
 	found, err = Compare(ctx, src, dst)
 	if err != nil || found.Identical() {
@@ -253,9 +253,6 @@ func Sync(ctx context.Context, src Querier, dst *pgx.Conn, job string) (found Co
 	byOID := make(map[uint32]Object, len(srcObjs))
 	for _, o := range srcObjs {
 		byOID[o.OID] = o
-	}
-	if err := ledger.EnsureLargeObjects(ctx, dst); err != nil {
-		return found, 0, 0, err
 	}
 	for _, d := range found.Differ {
 		switch d.Kind {
