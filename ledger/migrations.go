@@ -174,13 +174,7 @@ func Ensure(ctx context.Context, conn *pgx.Conn) error {
 	if err != nil {
 		return err
 	}
-	if st.versioned && st.version == LatestVersion() {
-		return nil
-	}
-	if st.version > LatestVersion() {
-		return newerError(st.version)
-	}
-	return migrate(ctx, conn)
+	return ensure(ctx, conn, st)
 }
 
 // Upgrade brings the target's ledger to LatestVersion as Ensure does when
@@ -189,11 +183,22 @@ func Ensure(ctx context.Context, conn *pgx.Conn) error {
 // never create a job (cutover, verify, teardown) call it, so that they
 // create nothing on a target no job was bootstrapped on.
 func Upgrade(ctx context.Context, conn *pgx.Conn) (present bool, err error) {
-	has, err := HasSchema(ctx, conn)
-	if err != nil || !has {
+	st, err := readState(ctx, conn)
+	if err != nil || !st.schema {
 		return false, err
 	}
-	return true, Ensure(ctx, conn)
+	return true, ensure(ctx, conn, st)
+}
+
+// ensure migrates a ledger in state st that is not at the latest version.
+func ensure(ctx context.Context, conn *pgx.Conn, st ledgerState) error {
+	switch {
+	case st.versioned && st.version == LatestVersion():
+		return nil
+	case st.version > LatestVersion():
+		return newerError(st.version)
+	}
+	return migrate(ctx, conn)
 }
 
 func newerError(version int) error {

@@ -5,6 +5,7 @@ package integration
 import (
 	"bufio"
 	"context"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -89,14 +90,49 @@ func (l serverLog) errorsOf(t *testing.T, db string) []string {
 	return out
 }
 
+// appRole creates the application's role on both servers (pg_dump's schema
+// carries its grants, grant with %s for the role on the source) and drops
+// it when the test ends.
+func (e *env) appRole(grant string) string {
+	e.t.Helper()
+	role := "app_" + e.db
+	e.tgtExec("CREATE ROLE " + role + " LOGIN")
+	e.srcExec("CREATE ROLE " + role + " LOGIN; " + fmt.Sprintf(grant, role))
+	e.t.Cleanup(func() {
+		for _, c := range []struct{ port, url string }{{sourcePort, e.srcURL}, {targetPort, e.tgtURL}} {
+			if conn, err := mustConnectErr(c.url); err == nil {
+				_, _ = conn.Exec(context.Background(), "DROP OWNED BY "+role)
+				conn.Close(context.Background())
+			}
+			admin := mustConnect(e.t, adminURL(c.port))
+			_, _ = admin.Exec(context.Background(), "ALTER ROLE "+role+" RESET ALL")
+			_, _ = admin.Exec(context.Background(), "DROP ROLE IF EXISTS "+role)
+			admin.Close(context.Background())
+		}
+	})
+	return role
+}
+
+// probeLogs raises an error of the test's own on each server, under
+// application_name logProbe, which the log must show under the test's
+// database (else a test reading the logs proves nothing).
+func (e *env) probeLogs() {
+	e.t.Helper()
+	for _, url := range []string{e.srcURL, e.tgtURL} {
+		probe := mustConnect(e.t, url+"&application_name="+logProbe)
+		_, _ = probe.Exec(context.Background(), "SELECT pgsync_quietlog_probe()")
+		probe.Close(context.Background())
+	}
+}
+
 // logProbe is the application_name of the test's own deliberate errors.
 const logProbe = "quietlog_probe"
 
 // TestNoErrorsInServerLogs: a job's successful path, from status on a
 // target never bootstrapped to teardown, with run streaming source writes,
-// an online verify while it runs and a cutover with the source locked,
-// leaves no ERROR in either server's log (issue 30, point 5: operators
-// alert on them). Lines are attributed by the test's own database name:
+// an online verify while it runs, a table added, verify --rows, the
+// sequences and a cutover with the source locked, leaves no ERROR in
+// either server's log (issue 30, point 5: operators alert on them). Lines are attributed by the test's own database name:
 // other tests run beside this one, and some of them cause errors on
 // purpose.
 func TestNoErrorsInServerLogs(t *testing.T) {
@@ -106,31 +142,8 @@ CREATE TABLE items (id int PRIMARY KEY, body text);
 INSERT INTO orders (customer, qty) SELECT 'c' || g, g FROM generate_series(1, 2000) g;
 INSERT INTO items SELECT g, repeat('x', g % 100) FROM generate_series(1, 500) g;
 SELECT lo_from_bytea(0, '\x6c6f'::bytea);`, "")
-	// The application's role, on both servers (pg_dump's schema carries
-	// its grant), locked on the source by the cutover.
-	role := "app_" + e.db
-	e.tgtExec("CREATE ROLE " + role + " LOGIN")
-	e.srcExec("CREATE ROLE " + role + " LOGIN; GRANT INSERT, UPDATE, SELECT ON orders TO " + role)
-	t.Cleanup(func() {
-		for _, c := range []struct{ port, url string }{{sourcePort, e.srcURL}, {targetPort, e.tgtURL}} {
-			if conn, err := mustConnectErr(c.url); err == nil {
-				_, _ = conn.Exec(context.Background(), "DROP OWNED BY "+role)
-				conn.Close(context.Background())
-			}
-			admin := mustConnect(t, adminURL(c.port))
-			_, _ = admin.Exec(context.Background(), "ALTER ROLE "+role+" RESET ALL")
-			_, _ = admin.Exec(context.Background(), "DROP ROLE IF EXISTS "+role)
-			admin.Close(context.Background())
-		}
-	})
-
-	// A probe: an error of the test's own on each server, which the log
-	// must show under the test's database (else the test proves nothing).
-	for _, url := range []string{e.srcURL, e.tgtURL} {
-		probe := mustConnect(t, url+"&application_name="+logProbe)
-		_, _ = probe.Exec(context.Background(), "SELECT pgsync_quietlog_probe()")
-		probe.Close(context.Background())
-	}
+	role := e.appRole("GRANT INSERT, UPDATE, SELECT ON orders TO %s")
+	e.probeLogs()
 
 	e.pgsync("status") // a target no job was bootstrapped on: it may say so, not raise
 	e.mustPgsync("check")
@@ -148,6 +161,16 @@ UPDATE items SET body = 'changed' WHERE id % 7 = 0; DELETE FROM items WHERE id >
 	if r := e.pgsync("verify"); r.code != 0 || !strings.Contains(r.stderr+r.stdout, "online") {
 		t.Fatalf("online verify: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
 	}
+	// A table added while run runs, then the row-by-row comparison and
+	// the sequences.
+	e.srcExec(`CREATE TABLE extra (id int PRIMARY KEY, v text); INSERT INTO extra SELECT g, 'e' FROM generate_series(1, 200) g`)
+	e.mustPgsync("add-tables")
+	e.srcExec(`INSERT INTO extra VALUES (201, 'after'); UPDATE orders SET qty = 0 WHERE id <= 5`)
+	eventually(t, 60*time.Second, "the added table's writes on the target", func() bool {
+		return queryOne[int](t, e.tgt, "SELECT count(*) FROM extra") == 201
+	})
+	e.mustPgsync("verify", "--rows")
+	e.mustPgsync("sequences")
 	e.mustPgsync("status")
 	e.mustPgsync("cutover", "--lock-source", role, "--timeout", "60s")
 	e.mustPgsync("cutover", "--unlock-source", role)
