@@ -185,11 +185,6 @@ func (a *Applier) ResumeLSN(ctx context.Context) (pglogrepl.LSN, error) {
 	if err != nil {
 		return 0, err
 	}
-	// Also creates pgsync.tables for a job bootstrapped by an earlier
-	// release: Relation reads it for every table.
-	if err := ledger.Ensure(ctx, a.conn); err != nil {
-		return 0, err
-	}
 	if err := a.awaitAddedTables(ctx); err != nil {
 		return 0, err
 	}

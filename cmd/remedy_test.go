@@ -23,6 +23,7 @@ func TestRemedy(t *testing.T) {
 		{job.ErrNotBootstrapped, "run", "run pgsync bootstrap first"},
 		{job.ErrBootstrapUnfinished, "cutover", "rerun pgsync bootstrap: it resumes"},
 		{job.ErrJobReversed, "run", "use that job's configuration, which cutover --reverse wrote"},
+		{job.ErrLedgerNewer, "run", "use the pgsync release that migrated it"},
 		{job.ErrSlotMissing, "run", "start over with pgsync bootstrap --force"},
 		{job.ErrSlotInvalidated, "status", "start over with pgsync bootstrap --force"},
 		{job.ErrSlotActive, "run", "stop the other pgsync run"},

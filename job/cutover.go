@@ -98,7 +98,13 @@ const terminateWait = 5 * time.Second
 // once roles are locked, every error says which and how to go on.
 func (j *Job) Cutover(ctx context.Context, o CutoverOptions) (*CutoverReport, error) {
 	rep := &CutoverReport{Job: j.opts.Job, Started: time.Now().UTC()}
-	r, err := j.newCutoverRun(ctx, o, rep)
+	// A job bootstrapped by an earlier release may lack the tables cutover
+	// writes (its steps, locked roles, large objects, the comparison).
+	_, err := ledger.Upgrade(ctx, j.tgt)
+	var r *cutoverRun
+	if err == nil {
+		r, err = j.newCutoverRun(ctx, o, rep)
+	}
 	if err == nil {
 		err = runSteps(ctx, j.log, "cutover", cutoverSteps(r.sh, r))
 		r.closeViews(ctx)

@@ -92,9 +92,14 @@ func (j *Job) Tables(ctx context.Context) ([]catalog.Table, error) {
 
 // Teardown ends the job: it drops the slot and the publication on the
 // source and every record of the job on the target (ledger.DeleteJob).
-// The target tables and their rows stay.
+// The target tables and their rows stay; a target without the pgsync
+// schema is left as it is.
 func (j *Job) Teardown(ctx context.Context) error {
 	if err := replication.Drop(ctx, j.src, j.names); err != nil {
+		return err
+	}
+	present, err := ledger.Upgrade(ctx, j.tgt)
+	if err != nil || !present {
 		return err
 	}
 	return ledger.DeleteJob(ctx, j.tgt, j.opts.Job)

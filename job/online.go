@@ -52,6 +52,11 @@ func (v *views) close(ctx context.Context) {
 // ends. run is held for the time the slot and the snapshots take. Every
 // exit ends the hold.
 func (j *Job) holdViews(ctx context.Context) (v *views, err error) {
+	// run made pgsync.holds at its start; an earlier release's run did
+	// not.
+	if _, err := ledger.Upgrade(ctx, j.tgt); err != nil {
+		return nil, err
+	}
 	v = &views{}
 	defer func() {
 		if rerr := ledger.ReleaseHold(context.WithoutCancel(ctx), j.tgt, j.opts.Job); rerr != nil && err == nil {

@@ -86,6 +86,9 @@ func Run(ctx context.Context, opts Options, ro RunOptions, log *slog.Logger) err
 		ProgressEvery: ro.ProgressEvery,
 		Prepared:      prepared.Load,
 	}
+	if err := prepareTarget(ctx, opts); err != nil {
+		return err
+	}
 	holds := watchHolds(ctx, opts, stats, log)
 	defer holds.stop()
 	streamOpts.HoldAt, streamOpts.Held = holds.at, holds.markHeld
@@ -128,6 +131,22 @@ func Run(ctx context.Context, opts Options, ro RunOptions, log *slog.Logger) err
 		return nil
 	}
 	return err
+}
+
+// prepareTarget refuses a job that is not ready to stream, and brings the
+// target's ledger to this pgsync's version: a target an earlier release
+// left upgrades itself at run's start, before the sessions and the hold
+// watch read tables it may lack.
+func prepareTarget(ctx context.Context, opts Options) error {
+	conn, err := pgconnect.Connect(ctx, "target", opts.TargetURL)
+	if err != nil {
+		return err
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	if _, err := ledger.ReadReady(ctx, conn, opts.Job); err != nil {
+		return err
+	}
+	return ledger.Ensure(ctx, conn)
 }
 
 // reversed says whether the target records the job as reversed.

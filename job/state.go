@@ -31,6 +31,9 @@ var (
 	// ErrJobReversed: cutover --reverse ended the job; the reverse job
 	// streams the other way.
 	ErrJobReversed = ledger.ErrJobReversed
+	// ErrLedgerNewer: a newer pgsync migrated the target's pgsync schema
+	// past what this one knows.
+	ErrLedgerNewer = ledger.ErrLedgerNewer
 	// ErrChecks: a preflight check failed.
 	ErrChecks = errors.New("checks failed")
 	// ErrTargetTable: an existing target table is in the way of the copy

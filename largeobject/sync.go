@@ -17,13 +17,11 @@ import (
 // and each one pgsync copied for job that src no longer has is removed
 // (objects dst had of its own stay, and are reported). It returns what it
 // found before it acted, and what it did: copied counts the objects
-// copied and those whose metadata it set.
+// copied and those whose metadata it set. dst's ledger is at the latest
+// version (ledger.Ensure).
 func Sync(ctx context.Context, src Querier, dst *pgx.Conn, job string) (found Comparison, copied, removed int, err error) {
 	found, srcObjs, dstObjs, err := compare(ctx, src, dst)
 	if err != nil || found.Identical() {
-		return found, 0, 0, err
-	}
-	if err := ledger.EnsureLargeObjects(ctx, dst); err != nil {
 		return found, 0, 0, err
 	}
 	for _, d := range found.Differ {

@@ -102,18 +102,6 @@ type Cutover struct {
 	ReadyAt time.Time
 }
 
-const cutoversDDL = `CREATE TABLE IF NOT EXISTS pgsync.cutovers (
-    job          text PRIMARY KEY,
-    step         text NOT NULL,
-    locked_roles text[] NOT NULL DEFAULT '{}',
-    goal         pg_lsn,
-    reverse_job  text,
-    reverse_from pg_lsn,
-    started_at   timestamptz NOT NULL DEFAULT now(),
-    ready_at     timestamptz,
-    updated_at   timestamptz NOT NULL DEFAULT now()
-)`
-
 // ReadCutover returns job's cutover record; one at CutoverNone when there
 // is none.
 func ReadCutover(ctx context.Context, conn Querier, job string) (Cutover, error) {
@@ -151,13 +139,11 @@ FROM pgsync.cutovers WHERE job = $1`, job).Scan(&c.Step, &c.LockedRoles, &goal, 
 }
 
 // RecordCutover records c, whose Step is the step the cutover just
-// made true, over the record at step from (NextCutoverStep).
+// made true, over the record at step from (NextCutoverStep). The ledger
+// is at the latest version (Ensure or Upgrade).
 func RecordCutover(ctx context.Context, conn Execer, from CutoverStep, c Cutover) error {
 	if _, err := NextCutoverStep(from, c.Step); err != nil {
 		return fmt.Errorf("job %s: %w", c.Job, err)
-	}
-	if _, err := conn.Exec(ctx, cutoversDDL); err != nil {
-		return fmt.Errorf("create pgsync.cutovers: %w", err)
 	}
 	roles := c.LockedRoles
 	if roles == nil {

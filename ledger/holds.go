@@ -8,7 +8,6 @@ import (
 
 	"github.com/jackc/pglogrepl"
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 )
 
 // A hold is how an online verify compares both sides at one source
@@ -22,13 +21,6 @@ import (
 // MaxHoldSeconds bounds how long a hold request is honoured.
 const MaxHoldSeconds = 60
 
-const holdsDDL = `CREATE TABLE IF NOT EXISTS pgsync.holds (
-    job          text PRIMARY KEY,
-    at           pg_lsn NOT NULL,
-    held         boolean NOT NULL DEFAULT false,
-    requested_at timestamptz NOT NULL DEFAULT now()
-)`
-
 // Hold is a job's hold request as run reads it.
 type Hold struct {
 	At   pglogrepl.LSN
@@ -36,11 +28,9 @@ type Hold struct {
 }
 
 // RequestHold asks run to hold job before the first source transaction
-// committing at or after at, in place of any earlier request.
+// committing at or after at, in place of any earlier request. The ledger
+// is at the latest version (Upgrade).
 func RequestHold(ctx context.Context, conn Execer, job string, at pglogrepl.LSN) error {
-	if _, err := conn.Exec(ctx, holdsDDL); err != nil {
-		return fmt.Errorf("create pgsync.holds: %w", err)
-	}
 	if _, err := conn.Exec(ctx, `INSERT INTO pgsync.holds (job, at) VALUES ($1, $2)
 ON CONFLICT (job) DO UPDATE SET at = excluded.at, held = false, requested_at = now()`, job, at); err != nil {
 		return fmt.Errorf("request a hold of job %s at %s: %w", job, at, err)
@@ -49,14 +39,14 @@ ON CONFLICT (job) DO UPDATE SET at = excluded.at, held = false, requested_at = n
 }
 
 // ReadHold returns job's hold request younger than MaxHoldSeconds; the
-// zero Hold when there is none. run reads it every 50 ms: one query, and
-// a target without pgsync.holds (never verified online) has none.
+// zero Hold when there is none. run reads it every 50 ms: one query, of a
+// table Ensure made before run started (a query of a missing table would
+// be an ERROR in the server's log at every read).
 func ReadHold(ctx context.Context, conn Querier, job string) (Hold, error) {
 	var h Hold
 	err := conn.QueryRow(ctx, `SELECT at, held FROM pgsync.holds
 WHERE job = $1 AND requested_at > now() - interval '`+strconv.Itoa(MaxHoldSeconds)+` seconds'`, job).Scan(&h.At, &h.Held)
-	var pgErr *pgconn.PgError
-	if errors.Is(err, pgx.ErrNoRows) || errors.As(err, &pgErr) && pgErr.Code == "42P01" { // undefined_table
+	if errors.Is(err, pgx.ErrNoRows) {
 		return Hold{}, nil
 	}
 	if err != nil {

@@ -5,24 +5,6 @@ import (
 	"fmt"
 )
 
-// largeObjectsDDL is where the target records the large objects pgsync
-// copied for a job: cutover removes those the source no longer has, and
-// no other.
-const largeObjectsDDL = `CREATE TABLE IF NOT EXISTS pgsync.large_objects (
-    job text NOT NULL,
-    oid oid NOT NULL,
-    PRIMARY KEY (job, oid)
-)`
-
-// EnsureLargeObjects creates pgsync.large_objects (the pgsync schema
-// exists).
-func EnsureLargeObjects(ctx context.Context, conn Execer) error {
-	if _, err := conn.Exec(ctx, largeObjectsDDL); err != nil {
-		return fmt.Errorf("create pgsync.large_objects: %w", err)
-	}
-	return nil
-}
-
 // RecordLargeObject records large object oid as job's, in the transaction
 // that copies it.
 func RecordLargeObject(ctx context.Context, tx Execer, job string, oid uint32) error {

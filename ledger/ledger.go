@@ -3,8 +3,10 @@
 // states (pgsync.tables), the schema archive and the post-data objects a
 // bootstrap builds (pgsync.schema_archive, pgsync.schema_objects), the last
 // comparison (pgsync.verifications), the large objects it copied
-// (pgsync.large_objects) and, for a job made by cutover --reverse, the
-// roles that cutover locked (pgsync.locked_roles). Their DDL, their upgrades, their typed states
+// (pgsync.large_objects), for a job made by cutover --reverse the roles
+// that cutover locked (pgsync.locked_roles), and online verify's hold
+// requests (pgsync.holds). Their DDL (ordered migrations under a version
+// recorded in pgsync.schema_version: migrations.go), their typed states
 // and the only rules that move between states are here; nothing outside
 // this package writes a pgsync table.
 package ledger
@@ -12,6 +14,7 @@ package ledger
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -31,51 +34,6 @@ type Querier interface {
 	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
 }
 
-// progressDDL creates the schema and the tables every job has.
-const progressDDL = `
-CREATE SCHEMA IF NOT EXISTS pgsync;
-CREATE TABLE IF NOT EXISTS pgsync.progress (
-    job        text PRIMARY KEY,
-    state      text NOT NULL,
-    lsn        pg_lsn NOT NULL,
-    updated_at timestamptz NOT NULL DEFAULT now(),
-    source_commit_time timestamptz
-);
-CREATE TABLE IF NOT EXISTS pgsync.tables (
-    job        text NOT NULL,
-    schema_name text NOT NULL,
-    table_name text NOT NULL,
-    state      text NOT NULL,
-    copied_lsn pg_lsn,
-    PRIMARY KEY (job, schema_name, table_name)
-)`
-
-// Ensure creates the pgsync schema with pgsync.progress and pgsync.tables
-// on the target if missing, and upgrades what an earlier release made.
-func Ensure(ctx context.Context, conn Querier) error {
-	if _, err := conn.Exec(ctx, progressDDL); err != nil {
-		return fmt.Errorf("create pgsync.progress on target: %w", err)
-	}
-	return addProgressColumns(ctx, conn)
-}
-
-// addProgressColumns adds to a pgsync.progress made by an earlier release
-// the columns this one writes.
-func addProgressColumns(ctx context.Context, conn Querier) error {
-	var has bool
-	if err := conn.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_attribute
-WHERE attrelid = 'pgsync.progress'::regclass AND attname = 'source_commit_time' AND NOT attisdropped)`).Scan(&has); err != nil {
-		return fmt.Errorf("read the columns of pgsync.progress: %w", err)
-	}
-	if has {
-		return nil
-	}
-	if _, err := conn.Exec(ctx, `ALTER TABLE pgsync.progress ADD COLUMN IF NOT EXISTS source_commit_time timestamptz`); err != nil {
-		return fmt.Errorf("add column source_commit_time to pgsync.progress: %w", err)
-	}
-	return nil
-}
-
 // HasSchema reports whether the target has the pgsync schema: a job was
 // bootstrapped there once.
 func HasSchema(ctx context.Context, conn Querier) (bool, error) {
@@ -84,33 +42,41 @@ func HasSchema(ctx context.Context, conn Querier) (bool, error) {
 	return has, err
 }
 
-// hasTable reports whether pgsync.<name> exists: a target bootstrapped by
-// an earlier release may lack the tables added since.
+// hasTable reports whether pgsync.<name> exists. Only the reads that a
+// command may make before it writes (status, check, bootstrap's plan) ask
+// first: the target may have no ledger yet, or one an earlier release
+// left without the tables added since, and a query of a missing table is
+// an ERROR in the server's log. Everything read or written after Ensure
+// or Upgrade is there.
 func hasTable(ctx context.Context, conn Querier, name string) (bool, error) {
 	var exists bool
-	err := conn.QueryRow(ctx, `SELECT to_regclass('pgsync.' || $1) IS NOT NULL`, name).Scan(&exists)
-	return exists, err
+	if err := conn.QueryRow(ctx, `SELECT to_regclass('pgsync.' || $1) IS NOT NULL`, name).Scan(&exists); err != nil {
+		return false, fmt.Errorf("look for pgsync.%s on the target: %w", name, err)
+	}
+	return exists, nil
 }
 
-// deleteJobRows deletes job's rows from pgsync.<table>, where it exists,
-// in one statement (so that it runs as one in a pipeline or transaction).
+// deleteJobRows deletes job's rows from pgsync.<table>.
 func deleteJobRows(ctx context.Context, q Execer, table, job string) error {
-	_, err := q.Exec(ctx, `DO $$ BEGIN IF to_regclass('pgsync.`+table+`') IS NOT NULL THEN
-  DELETE FROM pgsync.`+table+` WHERE job = `+catalog.QuoteLiteral(job)+`; END IF; END $$`)
-	if err != nil {
+	if _, err := q.Exec(ctx, `DELETE FROM pgsync.`+table+` WHERE job = $1`, job); err != nil {
 		return fmt.Errorf("delete the records of job %s from pgsync.%s: %w", job, table, err)
 	}
 	return nil
 }
 
-// DeleteJob deletes every record of job: its progress, its tables, its
-// schema archive and objects, its last comparison and its large objects'
-// record. A missing table or row is fine.
+// DeleteJob deletes every record of job, from every table the migrations
+// made (its progress, tables, schema archive and objects, last comparison,
+// large objects' record, locked roles and hold), in one round trip. The
+// ledger is at the latest version (Ensure or Upgrade).
 func DeleteJob(ctx context.Context, q Execer, job string) error {
-	for _, t := range []string{"progress", "tables", "schema_archive", "schema_objects", "verifications", "large_objects", "locked_roles", "holds", "cutovers"} {
-		if err := deleteJobRows(ctx, q, t, job); err != nil {
-			return err
+	var b strings.Builder
+	for _, m := range migrations {
+		for _, t := range m.tables {
+			fmt.Fprintf(&b, "DELETE FROM pgsync.%s WHERE job = %s;\n", t, catalog.QuoteLiteral(job))
 		}
+	}
+	if _, err := q.Exec(ctx, b.String()); err != nil {
+		return fmt.Errorf("delete the records of job %s from the pgsync schema: %w", job, err)
 	}
 	return nil
 }

@@ -1,6 +1,7 @@
 package ledger
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -43,17 +44,20 @@ const ProgressSQL = "UPDATE pgsync.progress SET lsn = $2::pg_lsn, source_commit_
 // ReadProgress returns the job's progress row, or ErrNoProgress.
 func ReadProgress(ctx context.Context, conn Querier, job string) (Progress, error) {
 	p := Progress{Job: job}
+	// Asked first, not after a failed read: status and check read it from
+	// targets with no ledger, and bootstrap before it makes one, where a
+	// query of the missing table would be an ERROR in the server's log.
+	if exists, err := hasTable(ctx, conn, "progress"); err != nil || !exists {
+		return p, cmp.Or(err, ErrNoProgress)
+	}
 	// Through to_jsonb, so that a table an earlier release made, without
-	// source_commit_time, reads too (status does not alter it).
+	// source_commit_time, reads too (status does not migrate the ledger).
 	err := conn.QueryRow(ctx, `SELECT state, lsn, (to_jsonb(p) ->> 'source_commit_time')::timestamptz
 FROM pgsync.progress p WHERE job = $1`, job).Scan(&p.State, &p.LSN, &p.SourceCommitTime)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return p, ErrNoProgress
 	}
 	if err != nil {
-		if exists, qerr := hasTable(ctx, conn, "progress"); qerr == nil && !exists {
-			return p, ErrNoProgress
-		}
 		return p, fmt.Errorf("read pgsync.progress for job %s: %w", job, err)
 	}
 	return p, nil
@@ -98,8 +102,7 @@ ON CONFLICT (job) DO UPDATE SET state = excluded.state, lsn = excluded.lsn, upda
 	return nil
 }
 
-// DeleteProgress removes the job's row and its tables' rows; a missing
-// table or row is fine.
+// DeleteProgress removes the job's row and its tables' rows.
 func DeleteProgress(ctx context.Context, conn Execer, job string) error {
 	for _, t := range []string{"progress", "tables"} {
 		if err := deleteJobRows(ctx, conn, t, job); err != nil {

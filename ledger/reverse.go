@@ -9,15 +9,6 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// lockedRolesDDL is where a reverse job records the roles the cutover that
-// made it locked on its target (the old source): its own cutover, the
-// rollback, unlocks exactly those.
-const lockedRolesDDL = `CREATE TABLE IF NOT EXISTS pgsync.locked_roles (
-    job  text NOT NULL,
-    role text NOT NULL,
-    PRIMARY KEY (job, role)
-)`
-
 // Establish records job, made by cutover --reverse of the opposite job, as
 // ready to stream from lsn (its new slot's consistent point), with the
 // roles that cutover locked on this server; in one transaction, in place
@@ -39,9 +30,6 @@ func Establish(ctx context.Context, conn *pgx.Conn, job string, lsn pglogrepl.LS
 		return fmt.Errorf("job %s: %w", job, err)
 	}
 	err := pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, lockedRolesDDL); err != nil {
-			return err
-		}
 		if err := DeleteJob(ctx, tx, job); err != nil {
 			return err
 		}
@@ -72,11 +60,9 @@ func EstablishState(ctx context.Context, conn Querier, job string) (JobState, er
 }
 
 // LockedRoles returns the roles recorded for job by the cutover that made
-// it (Establish); none when nothing was recorded.
+// it (Establish); none when nothing was recorded. The ledger is at the
+// latest version (Upgrade).
 func LockedRoles(ctx context.Context, conn Querier, job string) ([]string, error) {
-	if exists, err := hasTable(ctx, conn, "locked_roles"); err != nil || !exists {
-		return nil, err
-	}
 	rows, err := conn.Query(ctx, `SELECT role FROM pgsync.locked_roles WHERE job = $1 ORDER BY role`, job)
 	if err != nil {
 		return nil, fmt.Errorf("read pgsync.locked_roles: %w", err)

@@ -8,25 +8,6 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// schemaDDL creates where a bootstrap records pg_dump's archive and its
-// post-data objects, so that a rerun after an interruption builds those
-// not built yet.
-var schemaDDL = []string{`CREATE TABLE IF NOT EXISTS pgsync.schema_archive (
-    job     text PRIMARY KEY,
-    archive bytea NOT NULL
-)`, `CREATE TABLE IF NOT EXISTS pgsync.schema_objects (
-    job         text NOT NULL,
-    seq         int NOT NULL,
-    phase       int NOT NULL,
-    entry       text NOT NULL,
-    kind        text NOT NULL,
-    tbl         text NOT NULL,
-    name        text NOT NULL,
-    primary_key boolean NOT NULL,
-    done        boolean NOT NULL DEFAULT false,
-    PRIMARY KEY (job, seq)
-)`}
-
 // SchemaObject is one post-data entry of the archive, as recorded.
 type SchemaObject struct {
 	// Seq is its place in the archive's list, from 1.
@@ -50,11 +31,6 @@ type SchemaObject struct {
 // transaction.
 func RecordSchema(ctx context.Context, conn *pgx.Conn, job string, archive []byte, objects []SchemaObject) error {
 	err := pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
-		for _, ddl := range schemaDDL {
-			if _, err := tx.Exec(ctx, ddl); err != nil {
-				return err
-			}
-		}
 		if err := DeleteSchema(ctx, tx, job); err != nil {
 			return err
 		}
@@ -75,8 +51,7 @@ func RecordSchema(ctx context.Context, conn *pgx.Conn, job string, archive []byt
 	return nil
 }
 
-// DeleteSchema deletes what a bootstrap of job recorded of its schema,
-// where the tables exist.
+// DeleteSchema deletes what a bootstrap of job recorded of its schema.
 func DeleteSchema(ctx context.Context, q Execer, job string) error {
 	for _, t := range []string{"schema_archive", "schema_objects"} {
 		if err := deleteJobRows(ctx, q, t, job); err != nil {
@@ -87,7 +62,9 @@ func DeleteSchema(ctx context.Context, q Execer, job string) error {
 }
 
 // PendingArchive returns the job's recorded archive when some of its
-// objects are not built yet; nil otherwise.
+// objects are not built yet; nil otherwise. bootstrap reads it while it
+// plans, before it writes: on a ledger an earlier release left, the table
+// may be missing (hasTable).
 func PendingArchive(ctx context.Context, conn Querier, job string) ([]byte, error) {
 	if exists, err := hasTable(ctx, conn, "schema_objects"); err != nil || !exists {
 		return nil, err

@@ -22,7 +22,9 @@ type Table struct {
 }
 
 // ReadTables returns the job's tables by "schema.name"; none when
-// pgsync.tables does not exist (a job bootstrapped by an earlier release).
+// pgsync.tables does not exist: status and bootstrap's plan read it from a
+// target that may have no ledger yet, or one a release before pgsync.tables
+// left (hasTable).
 func ReadTables(ctx context.Context, conn Querier, job string) (map[string]Table, error) {
 	out := make(map[string]Table)
 	if exists, err := hasTable(ctx, conn, "tables"); err != nil || !exists {
@@ -47,8 +49,8 @@ func ReadTables(ctx context.Context, conn Querier, job string) (map[string]Table
 // table of the job into t: the zero Table when it has none (a table of the
 // job's bootstrap). Queued, so that the applier reads it in the round trip
 // that reads the table's shape (catalog.QueueShape; issue 23); the batch's
-// Close returns its error. pgsync.tables must exist: an error would abort
-// the target transaction the caller may have open.
+// Close returns its error. pgsync.tables exists (run ensured the ledger):
+// an error would abort the target transaction the caller may have open.
 func QueueReadTable(b *pgx.Batch, job, schema, name string, t *Table) {
 	b.Queue(`SELECT state, coalesce(copied_lsn, '0/0') FROM pgsync.tables WHERE job = $1 AND schema_name = $2 AND table_name = $3`,
 		job, schema, name).QueryRow(func(row pgx.Row) error {

@@ -36,30 +36,16 @@ func (v Verification) MarshalJSON() ([]byte, error) {
 	}{plain(v), v.LSN.String()})
 }
 
-const verificationsDDL = `CREATE TABLE IF NOT EXISTS pgsync.verifications (
-    job       text PRIMARY KEY,
-    at        timestamptz NOT NULL,
-    kind      text NOT NULL,
-    lsn       pg_lsn NOT NULL,
-    identical boolean NOT NULL,
-    found     text NOT NULL
-)`
-
 // RecordVerification records v as job's last comparison. A target without
-// pgsync's schema (a job never bootstrapped) records nothing.
+// pgsync's schema (a job never bootstrapped) records nothing: verify
+// compares any two databases.
 func RecordVerification(ctx context.Context, conn *pgx.Conn, job string, v Verification) error {
-	if has, err := HasSchema(ctx, conn); err != nil || !has {
+	if present, err := Upgrade(ctx, conn); err != nil || !present {
 		return err
 	}
-	err := pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, verificationsDDL); err != nil {
-			return err
-		}
-		_, err := tx.Exec(ctx, `INSERT INTO pgsync.verifications VALUES ($1, $2, $3, $4, $5, $6)
+	_, err := conn.Exec(ctx, `INSERT INTO pgsync.verifications VALUES ($1, $2, $3, $4, $5, $6)
 ON CONFLICT (job) DO UPDATE SET at = excluded.at, kind = excluded.kind, lsn = excluded.lsn, identical = excluded.identical, found = excluded.found`,
-			job, v.At, v.Kind, v.LSN, v.Identical, v.Found)
-		return err
-	})
+		job, v.At, v.Kind, v.LSN, v.Identical, v.Found)
 	if err != nil {
 		return fmt.Errorf("record the comparison in pgsync.verifications: %w", err)
 	}
@@ -67,7 +53,8 @@ ON CONFLICT (job) DO UPDATE SET at = excluded.at, kind = excluded.kind, lsn = ex
 }
 
 // LastVerification reads job's last comparison; nil when none was
-// recorded.
+// recorded. status reads it from a target that may have no ledger, or
+// one an earlier release left without the table (hasTable).
 func LastVerification(ctx context.Context, conn Querier, job string) (*Verification, error) {
 	if exists, err := hasTable(ctx, conn, "verifications"); err != nil || !exists {
 		return nil, err

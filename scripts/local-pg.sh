@@ -49,7 +49,9 @@ init_cluster() { # name port role
       echo "max_sync_workers_per_subscription = 2"
       echo "wal_sender_timeout = 30s"
       echo "log_min_messages = warning"
-      echo "log_line_prefix = '%m [%p] '"
+      # The database and application_name of each line: a test finds the
+      # errors of its own databases among those of tests run beside it.
+      echo "log_line_prefix = '%m [%p] %qdb=%d app=%a: '"
       if [ "$role" = source ]; then
         echo "wal_level = logical"
         echo "max_slot_wal_keep_size = 4GB"
