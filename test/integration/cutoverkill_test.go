@@ -45,7 +45,9 @@ func TestCutoverKillModel(t *testing.T) {
 	var counts [3]int
 	var texts [3][]string
 	t.Run("reference", func(t *testing.T) {
+		logs := openServerLogs(t)
 		d := newKillDrill(t)
+		defer d.assertQuietLogs(logs)
 		for c := range killCommands {
 			texts[c] = d.cutover(c, 0)
 			counts[c] = len(texts[c])
@@ -241,6 +243,31 @@ func (d *killDrill) switchOver(c int) {
 	d.assertIdentical(kc.name + ", then writes on the new primary streamed back")
 	d.run = next.start("run")
 	d.app.paused.Store(false)
+}
+
+// assertQuietLogs fails on an ERROR that one of pgsync's sessions raised
+// in the drill's database on either server since logs were opened. The
+// application's own refusals (read-only, its sessions ended) are not
+// pgsync's, nor the end of a run's walsender that cutover --reverse
+// terminates (FATAL, by design).
+func (d *killDrill) assertQuietLogs(logs []serverLog) {
+	d.t.Helper()
+	seen := 0
+	for _, l := range logs {
+		for _, entry := range l.errorsOf(d.t, d.e.db) {
+			seen++
+			first, _, _ := strings.Cut(strings.TrimPrefix(entry, l.cluster+": "), "\n")
+			m := logEntry.FindStringSubmatch(first)
+			if m != nil && strings.HasPrefix(m[3], "pgsync") && m[4] == "ERROR" {
+				d.t.Errorf("pgsync raised an ERROR in the %s server's log during the drill:\n%s", l.cluster, entry)
+			}
+		}
+	}
+	if seen == 0 {
+		// The locks end the application's sessions (FATAL, in the
+		// drill's database): none seen means the log is not read.
+		d.t.Errorf("no entry of the drill's database in the servers' logs: the premise of the check does not hold")
+	}
 }
 
 // awaitGone waits until no session named app is left on either server.
