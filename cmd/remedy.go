@@ -23,7 +23,7 @@ func remedy(err error, command string) error {
 	case errors.Is(err, job.ErrNotBootstrapped):
 		fix = "run pgsync bootstrap first"
 	case errors.Is(err, job.ErrJobReversed):
-		fix = "its target is now the source of the reverse job: use that job's configuration, which cutover --reverse wrote beside this one (bootstrap --force would start this job over)"
+		fix = "its target is now the source of the reverse job: use that job's configuration, which cutover --reverse wrote beside this one"
 	case errors.Is(err, job.ErrLedgerNewer):
 		fix = "use the pgsync release that migrated it, or a newer one"
 	case errors.Is(err, job.ErrBootstrapUnfinished):

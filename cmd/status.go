@@ -70,6 +70,9 @@ remedy), 1 when a server cannot be reached.`,
 			if st.LargeObjectsSource > 0 || st.LargeObjectsTarget > 0 {
 				fmt.Fprintf(a.stdout, "large_objects:       %d on the source, %d on the target (not streamed: pgsync cutover copies those created or changed since bootstrap)\n", st.LargeObjectsSource, st.LargeObjectsTarget)
 			}
+			if st.Cutover != "" {
+				fmt.Fprintf(a.stdout, "cutover:             %s\n", st.Cutover)
+			}
 			if v := st.LastVerification; v != nil {
 				verdict := "identical"
 				if !v.Identical {

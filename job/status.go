@@ -51,6 +51,10 @@ type Status struct {
 	// LastVerification is the job's last comparison of the two sides
 	// (verify, verify --rows or cutover); null when none ran.
 	LastVerification *Verification `json:"last_verification"`
+	// Cutover is how far the job's cutover got (its row of
+	// pgsync.cutovers: "started" ... "done"); empty when none is recorded.
+	// A cutover not "done" was interrupted: a rerun of it finishes it.
+	Cutover string `json:"cutover,omitempty"`
 	// Problem says what stops the job from streaming and what to do, when
 	// something does.
 	Problem string `json:"problem,omitempty"`
@@ -129,6 +133,13 @@ func (j *Job) Status(ctx context.Context) (*Status, error) {
 	if st.LastVerification, err = j.lastVerification(ctx); err != nil {
 		return nil, err
 	}
+	rec, err := ledger.ReadCutover(ctx, j.tgt, j.opts.Job)
+	if err != nil {
+		return nil, err
+	}
+	if rec.Step != ledger.CutoverNone {
+		st.Cutover = rec.Step.String()
+	}
 	return st, nil
 }
 
@@ -145,10 +156,13 @@ func retainedWALWarning(retained, limit int64) string {
 // slotProblem is what stops a bootstrapped job's slot from streaming; nil
 // when nothing does.
 func slotProblem(st *Status) error {
-	if st.State == "not bootstrapped" {
-		return nil
-	}
 	switch {
+	case st.State == "not bootstrapped":
+		return nil
+	case st.State == string(ledger.JobReversed):
+		// Its slot is gone by design: the target holds everything, and
+		// the reverse job streams the other way.
+		return fmt.Errorf("job %s: %w", st.Job, ErrJobReversed)
 	case !st.SlotExists:
 		return fmt.Errorf("slot %s of job %s: %w", st.Slot, st.Job, ErrSlotMissing)
 	case st.WALStatus == "lost":

@@ -215,6 +215,9 @@ func (d *killDrill) cutover(c, killAfter int) []string {
 	if after := d.recorded(); after != before {
 		t.Fatalf("%s rerun after it finished changed what is recorded:\nbefore %s\nafter  %s", kc.name, before, after)
 	}
+	if st := runPgsyncEnv(t, nil, "-c", on.cfgPath, "status"); strings.Contains(st.stdout+st.stderr, "--force") {
+		t.Fatalf("%s: status advises --force once the target holds everything:\n%s\n%s", kc.name, st.stdout, st.stderr)
+	}
 	d.assertWritableOn(kc.primary, kc.name)
 	d.assertIdentical(kc.name)
 	return stmts
