@@ -245,9 +245,10 @@ func checkTarget(ctx context.Context, c *Checks, opts Options, src, tgt *pgx.Con
 		return
 	}
 	var created []*catalog.Table
+	inspected, ierr := inspectTargetTables(ctx, tgt, tablePtrs(tables), func(*catalog.Table) bool { return emptiness })
 	for i := range tables {
 		t := &tables[i]
-		tt, err := inspectTargetTable(ctx, tgt, t, emptiness)
+		tt, err := inspected[i], ierr
 		switch {
 		case err != nil:
 			c.add("table "+t.String(), CheckFail, OneLine(err.Error()), "")
