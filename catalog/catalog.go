@@ -147,6 +147,24 @@ func RefIdents(tables []*Table) []string {
 	return idents
 }
 
+// Names returns the schema and name of each table, for LookupAll.
+func Names(tables []Table) []TableName {
+	names := make([]TableName, len(tables))
+	for i := range tables {
+		names[i] = tables[i].TableName()
+	}
+	return names
+}
+
+// RefNames is Names for a list of references to tables.
+func RefNames(tables []*Table) []TableName {
+	names := make([]TableName, len(tables))
+	for i, t := range tables {
+		names[i] = t.TableName()
+	}
+	return names
+}
+
 // QuoteIdent quotes one identifier.
 func QuoteIdent(s string) string { return pgx.Identifier{s}.Sanitize() }
 
@@ -156,50 +174,43 @@ func QuoteLiteral(s string) string { return "'" + strings.ReplaceAll(s, "'", "''
 
 // Resolve returns every ordinary, permanent table that one of the
 // schema.table patterns matches, sorted by name, with columns and keys
-// loaded. System schemas and pgsync's own schema are never selected.
+// loaded. System schemas and pgsync's own schema are never selected. It
+// reads them in one query, whatever their number (issue 33: one query
+// per table was 2,000 round trips for a schema per customer).
 func Resolve(ctx context.Context, q Querier, patterns []string) ([]Table, error) {
-	tables, err := match(ctx, q, patterns, "p")
+	schemas, names, err := parsePatterns(patterns)
 	if err != nil {
 		return nil, err
 	}
-	for i := range tables {
-		if err := load(ctx, q, &tables[i]); err != nil {
-			return nil, err
-		}
+	rows, err := q.Query(ctx, definitionsSQL(`
+SELECT c.oid, row_number() OVER (ORDER BY n.nspname, c.relname)
+FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+WHERE `+matchCondition), schemas, names, "p")
+	if err != nil {
+		return nil, fmt.Errorf("resolve table patterns %s: %w", strings.Join(patterns, ", "), err)
+	}
+	tables, err := scanDefinitions(rows)
+	if err != nil {
+		return nil, fmt.Errorf("resolve table patterns %s: %w", strings.Join(patterns, ", "), err)
 	}
 	return tables, nil
 }
 
 // UnloggedMatches returns the UNLOGGED tables the patterns match: logical
 // replication cannot publish them, so Resolve leaves them out and the
-// commands say so.
+// commands say so. Only their names are read.
 func UnloggedMatches(ctx context.Context, q Querier, patterns []string) ([]Table, error) {
-	return match(ctx, q, patterns, "u")
-}
-
-// match returns the names of the tables of persistence ('p' permanent, 'u'
-// unlogged) that the patterns match.
-func match(ctx context.Context, q Querier, patterns []string, persistence string) ([]Table, error) {
-	var schemas, names []string
-	for _, p := range patterns {
-		s, n, err := pattern.Parse(p)
-		if err != nil {
-			return nil, fmt.Errorf("table pattern %q: %w", p, err)
-		}
-		schemas = append(schemas, s)
-		names = append(names, n)
+	schemas, names, err := parsePatterns(patterns)
+	if err != nil {
+		return nil, err
 	}
 	rows, err := q.Query(ctx, `
 SELECT n.nspname, c.relname
 FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
-WHERE c.relkind = 'r' AND c.relpersistence = $3
-  AND n.nspname NOT IN ('pg_catalog', 'information_schema', 'pgsync')
-  AND n.nspname NOT LIKE 'pg\_toast%' AND n.nspname NOT LIKE 'pg\_temp%'
-  AND EXISTS (SELECT 1 FROM unnest($1::text[], $2::text[]) AS p(s, t)
-              WHERE n.nspname LIKE p.s AND c.relname LIKE p.t)
-ORDER BY 1, 2`, schemas, names, persistence)
+WHERE `+matchCondition+`
+ORDER BY 1, 2`, schemas, names, "u")
 	if err != nil {
-		return nil, fmt.Errorf("resolve table patterns: %w", err)
+		return nil, fmt.Errorf("resolve table patterns %s: %w", strings.Join(patterns, ", "), err)
 	}
 	var tables []Table
 	for rows.Next() {
@@ -210,107 +221,78 @@ ORDER BY 1, 2`, schemas, names, persistence)
 		tables = append(tables, t)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("resolve table patterns: %w", err)
+		return nil, fmt.Errorf("resolve table patterns %s: %w", strings.Join(patterns, ", "), err)
 	}
 	return tables, nil
 }
 
-// Lookup loads one table's definition; ok is false when it does not exist.
-func Lookup(ctx context.Context, q Querier, schema, name string) (t Table, ok bool, err error) {
-	t = Table{Schema: schema, Name: name}
-	rows, err := q.Query(ctx, `SELECT 1 FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
-WHERE n.nspname = $1 AND c.relname = $2 AND c.relkind IN ('r', 'p')`, schema, name)
-	if err != nil {
-		return t, false, fmt.Errorf("look up table %s: %w", t.String(), err)
+// matchCondition selects the ordinary tables (c in namespace n) of
+// persistence $3 ('p' permanent, 'u' unlogged) outside the system
+// schemas and pgsync's own that one of the patterns ($1 schemas, $2
+// names, LIKE patterns) matches.
+const matchCondition = `EXISTS (SELECT 1 FROM unnest($1::text[], $2::text[]) AS p(s, t)
+              WHERE n.nspname LIKE p.s AND c.relname LIKE p.t)
+  AND n.nspname NOT IN ('pg_catalog', 'information_schema', 'pgsync')
+  AND n.nspname NOT LIKE 'pg\_toast%' AND n.nspname NOT LIKE 'pg\_temp%'
+  AND c.relkind = 'r' AND c.relpersistence = $3`
+
+// parsePatterns splits the schema.table patterns into LIKE patterns of
+// schemas and of names.
+func parsePatterns(patterns []string) (schemas, names []string, err error) {
+	for _, p := range patterns {
+		s, n, err := pattern.Parse(p)
+		if err != nil {
+			return nil, nil, fmt.Errorf("table pattern %q: %w", p, err)
+		}
+		schemas = append(schemas, s)
+		names = append(names, n)
 	}
-	ok = rows.Next()
-	rows.Close()
-	if err := rows.Err(); err != nil || !ok {
-		return t, false, err
-	}
-	return t, true, load(ctx, q, &t)
+	return schemas, names, nil
 }
 
-func load(ctx context.Context, q Querier, t *Table) error {
-	rows, err := q.Query(ctx, `
-SELECT coalesce(a.attname::text, ''), coalesce(format_type(a.atttypid, a.atttypmod), ''), coalesce(format_type(a.atttypid, NULL), ''),
-       coalesce(a.attidentity::text, ''), coalesce(a.attnotnull, false),
-       coalesce((SELECT sq.seqrelid::regclass::text || '|' || format_type(sq.seqtypid, NULL) || '|' ||
-                        format('INCREMENT BY %s MINVALUE %s MAXVALUE %s START WITH %s CACHE %s %s',
-                               sq.seqincrement, sq.seqmin, sq.seqmax, sq.seqstart, sq.seqcache, CASE WHEN sq.seqcycle THEN 'CYCLE' ELSE 'NO CYCLE' END)
-                 FROM pg_sequence sq
-                 WHERE sq.seqrelid = pg_get_serial_sequence(format('%I.%I', n.nspname, c.relname), a.attname)::regclass),
-                -- a sequence the column's default takes from without owning it
-                (SELECT sq.seqrelid::regclass::text || '|' || format_type(sq.seqtypid, NULL) || '|' ||
-                        format('INCREMENT BY %s MINVALUE %s MAXVALUE %s START WITH %s CACHE %s %s',
-                               sq.seqincrement, sq.seqmin, sq.seqmax, sq.seqstart, sq.seqcache, CASE WHEN sq.seqcycle THEN 'CYCLE' ELSE 'NO CYCLE' END) || '|shared'
-                 FROM pg_depend dep JOIN pg_sequence sq ON sq.seqrelid = dep.refobjid
-                 WHERE dep.classid = 'pg_attrdef'::regclass AND dep.objid = d.oid AND dep.refclassid = 'pg_class'::regclass
-                 LIMIT 1), ''),
-       coalesce(pg_get_expr(d.adbin, d.adrelid), ''), coalesce(a.attgenerated::text, ''),
-       c.relreplident::text, pg_total_relation_size(c.oid),
-       coalesce((SELECT array_agg(k.attname::text ORDER BY x.n)
-                 FROM pg_index i
-                 CROSS JOIN LATERAL unnest(i.indkey) WITH ORDINALITY AS x(attnum, n)
-                 JOIN pg_attribute k ON k.attrelid = i.indrelid AND k.attnum = x.attnum
-                 WHERE i.indrelid = c.oid AND i.indisprimary), '{}'),
-       EXISTS (SELECT 1 FROM pg_index i WHERE i.indrelid = c.oid AND i.indisreplident),
-       coalesce((SELECT pn.nspname || '|' || p.relname || '|' || pg_get_expr(c.relpartbound, c.oid)
-                 FROM pg_inherits h JOIN pg_class p ON p.oid = h.inhparent JOIN pg_namespace pn ON pn.oid = p.relnamespace
-                 WHERE h.inhrelid = c.oid AND c.relispartition), ''),
-       CASE WHEN c.relkind = 'p' THEN pg_get_partkeydef(c.oid) ELSE '' END
-FROM pg_class c
-JOIN pg_namespace n ON n.oid = c.relnamespace
-LEFT JOIN pg_attribute a ON a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped -- a table may have no column
-LEFT JOIN pg_attrdef d ON d.adrelid = c.oid AND d.adnum = a.attnum
-WHERE n.nspname = $1 AND c.relname = $2
-ORDER BY a.attnum`, t.Schema, t.Name)
+// Lookup loads one table's definition; ok is false when it does not exist.
+func Lookup(ctx context.Context, q Querier, schema, name string) (t Table, ok bool, err error) {
+	found, err := LookupAll(ctx, q, []TableName{{schema, name}})
+	if err != nil || len(found) == 0 {
+		return Table{Schema: schema, Name: name}, false, err
+	}
+	return found[0], true, nil
+}
+
+// LookupAll loads the definitions of the tables (ordinary or partitioned)
+// named, in one query whatever their number, in the order of names; a
+// name without such a table is left out.
+func LookupAll(ctx context.Context, q Querier, names []TableName) ([]Table, error) {
+	if len(names) == 0 {
+		return nil, nil
+	}
+	schemas, rels := make([]string, len(names)), make([]string, len(names))
+	for i, n := range names {
+		schemas[i], rels[i] = n.Schema, n.Name
+	}
+	rows, err := q.Query(ctx, definitionsSQL(`
+SELECT c.oid, w.ord
+FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS w(s, t, ord)
+JOIN pg_namespace n ON n.nspname = w.s
+JOIN pg_class c ON c.relnamespace = n.oid AND c.relname = w.t
+WHERE c.relkind IN ('r', 'p')`), schemas, rels)
 	if err != nil {
-		return fmt.Errorf("load columns of %s: %w", t.String(), err)
+		return nil, fmt.Errorf("look up table %s (of %d): %w", names[0], len(names), err)
 	}
-	defer rows.Close()
-	for rows.Next() {
-		var c Column
-		var def, gen, ident, identity, seq, partOf string
-		var pk []string
-		if err := rows.Scan(&c.Name, &c.Type, &c.BaseType, &identity, &c.NotNull, &seq, &def, &gen, &ident, &t.SizeBytes, &pk, &t.HasIdentityIndex,
-			&partOf, &t.PartitionKey); err != nil {
-			return fmt.Errorf("load columns of %s: %w", t.String(), err)
-		}
-		if identity != "" {
-			c.Identity = identity[0]
-			c.IdentityAlways = c.Identity == 'a'
-		}
-		if parts := strings.SplitN(seq, "|", 4); len(parts) >= 3 {
-			c.Sequence, c.SequenceType, c.SequenceOptions = parts[0], parts[1], parts[2]
-			c.SequenceShared = len(parts) == 4
-		}
-		switch {
-		case gen == "s":
-			c.Generated = def
-		case def == "":
-		case !strings.Contains(def, "nextval("), c.Sequence != "" && c.Identity == 0:
-			// A default that takes from a sequence (the column's own, or
-			// one it shares) is portable: CreateTableSQL creates it.
-			c.Default = def
-		}
-		if parts := strings.SplitN(partOf, "|", 3); len(parts) == 3 {
-			t.PartitionOf = &Table{Schema: parts[0], Name: parts[1]}
-			t.PartitionBound = parts[2]
-		}
-		t.ReplicaIdentity = ident[0]
-		t.PrimaryKey = pk
-		if len(t.PrimaryKey) == 0 {
-			t.PrimaryKey = nil
-		}
-		if c.Name != "" {
-			t.Columns = append(t.Columns, c)
-		}
+	tables, err := scanDefinitions(rows)
+	if err != nil {
+		return nil, fmt.Errorf("look up table %s (of %d): %w", names[0], len(names), err)
 	}
-	if err := rows.Err(); err != nil {
-		return fmt.Errorf("load columns of %s: %w", t.String(), err)
+	return tables, nil
+}
+
+// ByName indexes tables by schema and name.
+func ByName(tables []Table) map[TableName]*Table {
+	m := make(map[TableName]*Table, len(tables))
+	for i := range tables {
+		m[tables[i].TableName()] = &tables[i]
 	}
-	return nil
+	return m
 }
 
 // PrimaryKeyAfterCopy reports whether t's primary key is built after its

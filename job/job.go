@@ -63,7 +63,8 @@ func New(opts Options, src, tgt *pgx.Conn, log *slog.Logger) *Job {
 }
 
 // Tables returns the job's tables: those its publication holds, or, before
-// there is one, those job.tables names.
+// there is one, those job.tables names. Either way their definitions are
+// read in one query, not one per table (issue 33).
 func (j *Job) Tables(ctx context.Context) ([]catalog.Table, error) {
 	published, err := replication.PublishedTables(ctx, j.src, j.names.Publication)
 	if err != nil {
@@ -71,18 +72,13 @@ func (j *Job) Tables(ctx context.Context) ([]catalog.Table, error) {
 	}
 	var tables []catalog.Table
 	if len(published) == 0 {
-		if tables, err = catalog.Resolve(ctx, j.src, j.opts.Tables); err != nil {
-			return nil, err
-		}
+		tables, err = catalog.Resolve(ctx, j.src, j.opts.Tables)
+	} else {
+		// A published table dropped since is left out, as before.
+		tables, err = catalog.LookupAll(ctx, j.src, published)
 	}
-	for _, p := range published {
-		t, ok, err := catalog.Lookup(ctx, j.src, p.Schema, p.Name)
-		if err != nil {
-			return nil, err
-		}
-		if ok {
-			tables = append(tables, t)
-		}
+	if err != nil {
+		return nil, err
 	}
 	if len(tables) == 0 {
 		return nil, fmt.Errorf("job %s has no tables", j.opts.Job)

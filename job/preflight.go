@@ -231,9 +231,9 @@ func checkTarget(ctx context.Context, c *Checks, opts Options, src, tgt *pgx.Con
 	}
 	var create []*catalog.Table
 	existing := 0
+	inspected, err := inspectTargetTables(ctx, tgt, tablePtrs(tables), func(*catalog.Table) bool { return emptiness })
 	for i := range tables {
-		t := &tables[i]
-		tt, err := inspectTargetTable(ctx, tgt, t, emptiness)
+		t, tt := &tables[i], inspected[i]
 		*c = append(*c, targetTableFinding(t, tt, err))
 		switch {
 		case err != nil:

@@ -26,38 +26,91 @@ type targetTable struct {
 	warn []string
 }
 
-// inspectTargetTable looks at the target's table for src: missing, or
-// present with every source column of the same type and, with
-// mustBeEmpty, empty. It writes nothing; check and bootstrap share it.
-func inspectTargetTable(ctx context.Context, tgt *pgx.Conn, src *catalog.Table, mustBeEmpty bool) (targetTable, error) {
-	have, ok, err := catalog.Lookup(ctx, tgt, src.Schema, src.Name)
-	if err != nil || !ok {
-		return targetTable{}, err
+// inspectTargetTables looks at the target's table for each of srcs:
+// missing, or present with every source column of the same type and,
+// where mustBeEmpty says so, empty. It writes nothing; check and
+// bootstrap share it. The definitions are read in one query and the
+// emptiness in one per emptyChunk tables, whatever the number of tables
+// (issue 33). The result has one entry per table, also with an error, so
+// that check can put the error on each table's line.
+func inspectTargetTables(ctx context.Context, tgt *pgx.Conn, srcs []*catalog.Table, mustBeEmpty func(*catalog.Table) bool) ([]targetTable, error) {
+	out := make([]targetTable, len(srcs))
+	found, err := catalog.LookupAll(ctx, tgt, catalog.RefNames(srcs))
+	if err != nil {
+		return out, err
 	}
-	tt := targetTable{exists: true}
-	if missing := catalog.MissingColumns(src, &have); len(missing) > 0 {
-		tt.problem = "the target lacks source column(s) " + strings.Join(missing, ", ")
-		tt.fix = "add them on the target, or drop the table so that bootstrap creates it"
-		return tt, nil
+	targets := catalog.ByName(found)
+	var toCheck []*catalog.Table
+	var at []int
+	for i, src := range srcs {
+		out[i] = judgeTargetTable(src, targets[src.TableName()])
+		if out[i].exists && out[i].problem == "" && mustBeEmpty(src) {
+			toCheck = append(toCheck, src)
+			at = append(at, i)
+		}
 	}
-	if differ := catalog.DifferentTypes(src, &have); len(differ) > 0 {
-		tt.problem = strings.Join(differ, "; ")
-		tt.fix = "give the target columns the source's types, or types that hold every value of them (docs/reference.md)"
-		return tt, nil
+	nonEmpty, err := nonEmptyTables(ctx, tgt, toCheck)
+	if err != nil {
+		return out, err
 	}
-	tt.warn = catalog.TypeWarnings(src, &have)
-	if !mustBeEmpty {
-		return tt, nil
-	}
-	var nonEmpty bool
-	if err := tgt.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM "+src.Ident()+")").Scan(&nonEmpty); err != nil {
-		return tt, fmt.Errorf("check target table %s: %w", src, err)
-	}
-	if nonEmpty {
+	for _, k := range nonEmpty {
+		tt := &out[at[k]]
 		tt.problem = "not empty on the target, and pgsync did not copy its rows: bootstrap and add-tables copy into empty tables"
 		tt.fix = "empty it, or rerun with --force to replace its rows"
 	}
-	return tt, nil
+	return out, nil
+}
+
+// judgeTargetTable says whether have, the target's table for src (nil
+// when there is none), can take src's rows: every source column, of a
+// type that holds its values.
+func judgeTargetTable(src, have *catalog.Table) targetTable {
+	if have == nil {
+		return targetTable{}
+	}
+	tt := targetTable{exists: true}
+	if missing := catalog.MissingColumns(src, have); len(missing) > 0 {
+		tt.problem = "the target lacks source column(s) " + strings.Join(missing, ", ")
+		tt.fix = "add them on the target, or drop the table so that bootstrap creates it"
+		return tt
+	}
+	if differ := catalog.DifferentTypes(src, have); len(differ) > 0 {
+		tt.problem = strings.Join(differ, "; ")
+		tt.fix = "give the target columns the source's types, or types that hold every value of them (docs/reference.md)"
+		return tt
+	}
+	tt.warn = catalog.TypeWarnings(src, have)
+	return tt
+}
+
+// emptyChunk is how many tables one statement of nonEmptyTables reads:
+// each holds its lock on every table it reads until it ends, and the
+// server's lock table is sized for 64 per connection by default
+// (max_locks_per_transaction).
+const emptyChunk = 500
+
+// nonEmptyTables returns the indexes in tables of those that have a row.
+func nonEmptyTables(ctx context.Context, tgt *pgx.Conn, tables []*catalog.Table) ([]int, error) {
+	var nonEmpty []int
+	for start := 0; start < len(tables); start += emptyChunk {
+		chunk := tables[start:min(start+emptyChunk, len(tables))]
+		parts := make([]string, len(chunk))
+		for i, t := range chunk {
+			parts[i] = fmt.Sprintf("SELECT %d WHERE EXISTS (SELECT 1 FROM %s)", start+i, t.Ident())
+		}
+		rows, err := tgt.Query(ctx, strings.Join(parts, " UNION ALL "))
+		if err != nil {
+			return nil, fmt.Errorf("check target tables %s (and %d more) are empty: %w", chunk[0], len(chunk)-1, err)
+		}
+		found, err := pgx.CollectRows(rows, pgx.RowTo[int32])
+		if err != nil {
+			return nil, fmt.Errorf("check target tables %s (and %d more) are empty: %w", chunk[0], len(chunk)-1, err)
+		}
+		for _, i := range found {
+			nonEmpty = append(nonEmpty, int(i))
+		}
+	}
+	return nonEmpty, nil
 }
 
 // targetPlan is what preparing the target will do; deciding it writes
@@ -74,19 +127,20 @@ type targetPlan struct {
 // rows it did not copy.
 func (j *Job) planTarget(ctx context.Context, tables []*catalog.Table, owned map[string]bool, emptyAll bool) (targetPlan, error) {
 	var p targetPlan
-	for _, t := range tables {
-		mayEmpty := emptyAll || owned[t.String()]
-		tt, err := inspectTargetTable(ctx, j.tgt, t, !mayEmpty)
-		switch {
-		case err != nil:
-			return p, err
+	mayEmpty := func(t *catalog.Table) bool { return emptyAll || owned[t.String()] }
+	inspected, err := inspectTargetTables(ctx, j.tgt, tables, func(t *catalog.Table) bool { return !mayEmpty(t) })
+	if err != nil {
+		return p, err
+	}
+	for i, t := range tables {
+		switch tt := inspected[i]; {
 		case !tt.exists:
 			p.create = append(p.create, t)
 		case tt.problem != "":
 			return p, refusal(targetTableFinding(t, tt, nil))
 		default:
 			p.existing = append(p.existing, t)
-			if mayEmpty {
+			if mayEmpty(t) {
 				p.empty = append(p.empty, t)
 			}
 		}

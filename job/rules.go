@@ -71,7 +71,7 @@ func failItem(item string, err error) CheckItem {
 }
 
 // targetTableFinding is the finding for one table's target copy
-// (inspectTargetTable).
+// (inspectTargetTables).
 func targetTableFinding(t *catalog.Table, tt targetTable, err error) CheckItem {
 	item := "table " + t.String()
 	switch {

@@ -10,6 +10,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/jackc/pgx/v5"
 
@@ -87,30 +88,109 @@ ORDER BY u.seq, u.rel, u.attnum`, idents)
 	if err != nil {
 		return nil, fmt.Errorf("list the sequences of the job's tables on the source: %w", err)
 	}
+	all := make([]*Sequence, len(seqs))
 	for i := range seqs {
-		s := &seqs[i]
-		if err := readValue(ctx, src, s.Source, &s.SourceLast, &s.SourceCalled); err != nil {
-			return nil, fmt.Errorf("read sequence %s on the source: %w", s.Source, err)
+		all[i] = &seqs[i]
+	}
+	if err := readValues(ctx, src, all, sourceSide); err != nil {
+		return nil, fmt.Errorf("source: %w", err)
+	}
+	if err := findTargets(ctx, tgt, seqs); err != nil {
+		return nil, err
+	}
+	var onTarget []*Sequence
+	for _, s := range all {
+		if s.Target != "" {
+			onTarget = append(onTarget, s)
 		}
-		var target *string
-		if err := tgt.QueryRow(ctx, `SELECT coalesce(
-  pg_get_serial_sequence(CASE WHEN to_regclass($1) IS NOT NULL THEN $1 END, $2),
-  to_regclass($3)::text)`, s.Table, s.Column, s.Source).Scan(&target); err != nil {
-			return nil, fmt.Errorf("find the target sequence of %s.%s: %w", s.Table, s.Column, err)
-		}
-		if target == nil {
-			continue
-		}
-		s.Target = *target
-		if err := readValue(ctx, tgt, s.Target, &s.TargetLast, &s.TargetCalled); err != nil {
-			return nil, fmt.Errorf("read sequence %s on the target: %w", s.Target, err)
-		}
+	}
+	if err := readValues(ctx, tgt, onTarget, targetSide); err != nil {
+		return nil, fmt.Errorf("target: %w", err)
 	}
 	return seqs, nil
 }
 
-func readValue(ctx context.Context, conn *pgx.Conn, seq string, last *int64, called *bool) error {
-	return conn.QueryRow(ctx, "SELECT last_value, is_called FROM "+seq).Scan(last, called)
+// sourceSide and targetSide name a Sequence's sequence on one side and
+// the fields its value goes to (readValues).
+func sourceSide(s *Sequence) (string, *int64, *bool) { return s.Source, &s.SourceLast, &s.SourceCalled }
+func targetSide(s *Sequence) (string, *int64, *bool) { return s.Target, &s.TargetLast, &s.TargetCalled }
+
+// findTargets sets the Target of each sequence the target has, in one
+// query for all of them (issue 33).
+func findTargets(ctx context.Context, tgt *pgx.Conn, seqs []Sequence) error {
+	if len(seqs) == 0 {
+		return nil
+	}
+	tables, columns, sources := make([]string, len(seqs)), make([]string, len(seqs)), make([]string, len(seqs))
+	for i, s := range seqs {
+		tables[i], columns[i], sources[i] = s.Table, s.Column, s.Source
+	}
+	rows, err := tgt.Query(ctx, `SELECT coalesce(
+  pg_get_serial_sequence(CASE WHEN to_regclass(w.tbl) IS NOT NULL THEN w.tbl END, w.col),
+  to_regclass(w.seq)::text)
+FROM unnest($1::text[], $2::text[], $3::text[]) WITH ORDINALITY AS w(tbl, col, seq, ord)
+ORDER BY w.ord`, tables, columns, sources)
+	if err != nil {
+		return fmt.Errorf("find the target sequences of %s.%s (and %d more): %w", seqs[0].Table, seqs[0].Column, len(seqs)-1, err)
+	}
+	targets, err := pgx.CollectRows(rows, pgx.RowTo[*string])
+	if err != nil {
+		return fmt.Errorf("find the target sequences of %s.%s (and %d more): %w", seqs[0].Table, seqs[0].Column, len(seqs)-1, err)
+	}
+	for i, target := range targets {
+		if target != nil && i < len(seqs) {
+			seqs[i].Target = *target
+		}
+	}
+	return nil
+}
+
+// valuesChunk is how many sequences one statement of readValues reads:
+// each holds its lock on every sequence it reads until it ends, and the
+// server's lock table is sized for 64 per connection by default
+// (max_locks_per_transaction).
+const valuesChunk = 500
+
+// readValues reads the last value and is_called of each of seqs on the
+// side that side names, into the fields it points to: valuesChunk
+// sequences per statement, not one each (issue 33).
+func readValues(ctx context.Context, conn *pgx.Conn, seqs []*Sequence, side func(*Sequence) (name string, last *int64, called *bool)) error {
+	for start := 0; start < len(seqs); start += valuesChunk {
+		chunk := seqs[start:min(start+valuesChunk, len(seqs))]
+		parts := make([]string, len(chunk))
+		for i, s := range chunk {
+			name, _, _ := side(s)
+			parts[i] = fmt.Sprintf("SELECT %d, last_value, is_called FROM %s", i, name)
+		}
+		first, _, _ := side(chunk[0])
+		if err := readChunk(ctx, conn, strings.Join(parts, " UNION ALL "), chunk, side); err != nil {
+			return fmt.Errorf("read sequence %s (and %d more): %w", first, len(chunk)-1, err)
+		}
+	}
+	return nil
+}
+
+// readChunk runs one statement of readValues.
+func readChunk(ctx context.Context, conn *pgx.Conn, sql string, chunk []*Sequence, side func(*Sequence) (string, *int64, *bool)) error {
+	rows, err := conn.Query(ctx, sql)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var i int32
+		var last int64
+		var called bool
+		if err := rows.Scan(&i, &last, &called); err != nil {
+			return err
+		}
+		if i < 0 || int(i) >= len(chunk) {
+			return fmt.Errorf("row %d of %d sequences", i, len(chunk))
+		}
+		_, lastp, calledp := side(chunk[i])
+		*lastp, *calledp = last, called
+	}
+	return rows.Err()
 }
 
 // ErrMissing is returned by Sync when a source sequence has no target one.

@@ -381,16 +381,18 @@ func readWidened(ctx context.Context, dst *pgx.Conn, tables []*catalog.Table, ti
 	if log == nil {
 		log = slog.Default()
 	}
+	found, err := catalog.LookupAll(ctx, dst, catalog.RefNames(tables))
+	if err != nil {
+		return nil, fmt.Errorf("read the target's column types: %w", err)
+	}
+	targets := catalog.ByName(found)
 	widened := make(map[string]bool)
 	for _, t := range tables {
-		have, ok, err := catalog.Lookup(ctx, dst, t.Schema, t.Name)
-		if err != nil {
-			return nil, fmt.Errorf("read the target's column types: %w", err)
-		}
+		have, ok := targets[t.TableName()]
 		if !ok {
 			continue // the copy names it
 		}
-		widened[t.Ident()] = catalog.NeedsText(t, &have)
+		widened[t.Ident()] = catalog.NeedsText(t, have)
 		types := make(map[string]catalog.ColumnType, len(have.Columns))
 		for _, c := range have.Columns {
 			types[c.Name] = c.ColumnType()

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"slices"
 	"strings"
 
@@ -83,8 +84,14 @@ func CompareRows(ctx context.Context, source, target *pgx.Conn, tables []catalog
 			}
 		}()
 	}
+	// The target's definitions of every table in one query (issue 33).
+	found, err := catalog.LookupAll(ctx, target, catalog.Names(tables))
+	if err != nil {
+		return nil, fmt.Errorf("target: %w", err)
+	}
+	targets := catalog.ByName(found)
 	for i := range tables {
-		r, err := compareTableRows(ctx, source, target, &tables[i], maxDiffs)
+		r, err := compareTableRows(ctx, source, target, &tables[i], targets[tables[i].TableName()], maxDiffs)
 		if err != nil {
 			return results, err
 		}
@@ -223,19 +230,24 @@ func readBothBuckets(ctx context.Context, source, target *pgx.Conn, src, tgt row
 	return srcBuckets, tgtBuckets, err
 }
 
-// sameColumnTypes says whether the target's table has each compared
-// column of t in the same type (format_type) as the source's.
-func sameColumnTypes(ctx context.Context, source, target *pgx.Conn, t *catalog.Table) (bool, error) {
-	const q = `SELECT coalesce(string_agg(a.attname || ' ' || format_type(a.atttypid, a.atttypmod), ',' ORDER BY a.attname), '')
-FROM pg_attribute a WHERE a.attrelid = $1::regclass AND a.attnum > 0 AND NOT a.attisdropped AND a.attgenerated = ''`
-	var a, b string
-	if err := source.QueryRow(ctx, q, t.Ident()).Scan(&a); err != nil {
-		return false, fmt.Errorf("source: read the column types of %s: %w", t, err)
+// sameColumnTypes says whether have, the target's table, has each
+// compared (not generated) column of t, the source's, in the same type
+// (format_type) and no other: both definitions are read already, so this
+// asks neither server. A missing target table has none.
+func sameColumnTypes(t, have *catalog.Table) bool {
+	if have == nil {
+		return false
 	}
-	if err := target.QueryRow(ctx, q, t.Ident()).Scan(&b); err != nil {
-		return false, fmt.Errorf("target: read the column types of %s: %w", t, err)
+	types := func(cols []catalog.Column) map[string]string {
+		m := make(map[string]string, len(cols))
+		for _, c := range cols {
+			if c.Generated == "" {
+				m[c.Name] = c.Type
+			}
+		}
+		return m
 	}
-	return a == b, nil
+	return maps.Equal(types(t.Columns), types(have.Columns))
 }
 
 // rowsSQL reads the rows of the groups $1: key, row hash, column hashes.
@@ -305,22 +317,17 @@ func readRows(ctx context.Context, conn *pgx.Conn, sql string, groups []int32) (
 	return out, rows.Err()
 }
 
-func compareTableRows(ctx context.Context, source, target *pgx.Conn, t *catalog.Table, maxDiffs int) (RowsResult, error) {
+// compareTableRows compares the rows of t (the source's definition) with
+// those of have (the target's, nil when it has none).
+func compareTableRows(ctx context.Context, source, target *pgx.Conn, t, have *catalog.Table, maxDiffs int) (RowsResult, error) {
 	res := RowsResult{Table: t.String(), Diffs: []RowDiff{}}
-	casts, partitioned, err := comparisonCasts(ctx, target, t)
-	if err != nil {
-		return res, fmt.Errorf("target: %w", err)
-	}
+	casts, partitioned := comparisonCasts(t, have)
 	src, tgt := newRowQuery(t, casts, true), newRowQuery(t, nil, !partitioned)
 	// Rows are hashed by their columns' own hash functions
 	// (hash_record_extended), without their text form, when both sides
 	// hold the same types; else, or when a type has no hash function, by
 	// their text form.
-	sameTypes, err := sameColumnTypes(ctx, source, target, t)
-	if err != nil {
-		return res, err
-	}
-	byRecord := sameTypes && len(t.PrimaryKey) > 0
+	byRecord := sameColumnTypes(t, have) && len(t.PrimaryKey) > 0
 	srcBuckets, tgtBuckets, err := readBothBuckets(ctx, source, target, src, tgt, byRecord, t)
 	var pgErr *pgconn.PgError
 	if byRecord && errors.As(err, &pgErr) && pgErr.Code == "42883" { // undefined_function: a type without a hash function

@@ -65,10 +65,11 @@ func hashTable(ctx context.Context, conn *pgx.Conn, t *catalog.Table, casts map[
 // a target may hold a column in a wider type than the source's (issue 16),
 // and some widenings change the text form (json to jsonb, timestamp to
 // timestamptz, numeric(8,2) to numeric(12,4); catalog.ComparisonCast).
-func comparisonCasts(ctx context.Context, target *pgx.Conn, t *catalog.Table) (casts map[string]string, partitioned bool, err error) {
-	have, ok, err := catalog.Lookup(ctx, target, t.Schema, t.Name)
-	if err != nil || !ok {
-		return nil, false, err // a missing table fails its hash, which names it
+// have is the target's table, nil when it has none (its hash then fails
+// and names it).
+func comparisonCasts(t, have *catalog.Table) (casts map[string]string, partitioned bool) {
+	if have == nil {
+		return nil, false
 	}
 	partitioned = have.PartitionKey != ""
 	types := make(map[string]catalog.ColumnType, len(have.Columns))
@@ -87,7 +88,7 @@ func comparisonCasts(ctx context.Context, target *pgx.Conn, t *catalog.Table) (c
 			casts[c.Name] = cast
 		}
 	}
-	return casts, partitioned, nil
+	return casts, partitioned
 }
 
 // Compare hashes every table on both servers, the two sides concurrently,
@@ -103,16 +104,19 @@ func Compare(ctx context.Context, source, target *pgx.Conn, tables []catalog.Tab
 		return nil, err
 	}
 	defer keepFirst(&err, restore)
+	// The target's definitions of every table in one query (issue 33).
+	found, err := catalog.LookupAll(ctx, target, catalog.Names(tables))
+	if err != nil {
+		return nil, fmt.Errorf("target: %w", err)
+	}
+	targets := catalog.ByName(found)
 	results = make([]Result, len(tables))
 	for i := range tables {
 		t := &tables[i]
 		results[i].Table = t.String()
 		// A table the target partitions further holds its rows in its
 		// partitions: read it whole there, ONLY on the source.
-		casts, partitioned, err := comparisonCasts(ctx, target, t)
-		if err != nil {
-			return results[:i], fmt.Errorf("target: %w", err)
-		}
+		casts, partitioned := comparisonCasts(t, targets[t.TableName()])
 		if err := both(ctx, func(ctx context.Context) (err error) {
 			results[i].Source, err = hashTable(ctx, source, t, casts, true)
 			if err != nil {
