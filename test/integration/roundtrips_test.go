@@ -95,7 +95,9 @@ INSERT INTO tenant%[1]d.t%[2]d (account, note) VALUES (1, 'x'), (2, 'y');
 
 // loggedStatement matches the log line of a statement that log_statement
 // logs, simple ("statement: ...") or extended ("execute <name>: ...").
-var loggedStatement = regexp.MustCompile(`\] LOG:  (?:statement|execute [^:]*): (.*)$`)
+// The clusters' log_line_prefix ends with the database and application
+// (logEntry); one made before that prefix has neither.
+var loggedStatement = regexp.MustCompile(`\] (?:db=\S* app=.*?: )?LOG:  (?:statement|execute [^:]*): (.*)$`)
 
 // countLoggedStatements counts the statements in the log after offset,
 // COPY statements and hashes of a whole table left out.
