@@ -170,3 +170,32 @@ func TestDDLCaptureRejectedStops(t *testing.T) {
 	}
 	e.mustVerify()
 }
+
+// TestDDLCaptureStreamedTransaction: a transaction large enough for the
+// source to stream it while it runs, with an ADD COLUMN between its rows,
+// is applied at its commit from its spool (not as it arrives), the
+// statement at its place: the rows after it have the new column.
+func TestDDLCaptureStreamedTransaction(t *testing.T) {
+	e := newEnv(t, ddlCaptureSchema, "ddl = \"capture\"\n")
+	lowDecodingMemory(t)
+	e.mustPgsync("bootstrap")
+	run := e.start("run")
+	e.srcTx(
+		"INSERT INTO items SELECT g, g FROM generate_series(1001, 20000) g",
+		"ALTER TABLE items ADD COLUMN extra int NOT NULL DEFAULT 7",
+		"INSERT INTO items SELECT g, g, g FROM generate_series(20001, 40000) g",
+	)
+	e.srcExec("INSERT INTO items VALUES (40001, 1, 1)") // the last write
+	eventually(t, 2*time.Minute, "the last write on the target", func() bool {
+		return queryOne[int](t, e.tgt, "SELECT count(*) FROM items WHERE id = 40001") == 1
+	})
+	run.kill9(t)
+	log := run.stderr.String()
+	if !strings.Contains(log, "holds DDL") || !strings.Contains(log, "ADD COLUMN extra") {
+		t.Errorf("run's log does not show the streamed transaction given to its spool for its DDL:\n%s", log)
+	}
+	if got := queryOne[string](t, e.tgt, "SELECT count(*) FILTER (WHERE extra = 7) || ' ' || count(*) FILTER (WHERE extra = id) FROM items"); got != "19050 20001" {
+		t.Errorf("items.extra on the target: %s rows at the default and at their id, want 19050 20001", got)
+	}
+	e.mustVerify()
+}
