@@ -87,6 +87,11 @@ type Options struct {
 	// Applier (OpenStreamed, tuning.apply_streamed); nil applies it at its
 	// commit, from its spool.
 	Connect func(ctx context.Context) (*pgx.Conn, error)
+	// DDL (job.ddl = "capture") applies the statements the source's DDL
+	// capture emits (ddl.go); DDLKey is the key their signatures are
+	// checked with (ddl.ReadKey).
+	DDL    bool
+	DDLKey string
 }
 
 // selected says whether the job's configuration still names a table.
@@ -152,6 +157,10 @@ type Applier struct {
 	// ErrAppliedAtCommit. stopWatch ends its lock watch.
 	streamed  bool
 	stopWatch func()
+
+	// skipDDL are the captured statements pgsync run --skip-ddl recorded,
+	// by the LSN of their message (ddl.go).
+	skipDDL map[pglogrepl.LSN]bool
 }
 
 // New returns an Applier writing through conn, which it owns from now on.
@@ -186,6 +195,9 @@ func (a *Applier) ResumeLSN(ctx context.Context) (pglogrepl.LSN, error) {
 		return 0, err
 	}
 	if err := a.awaitAddedTables(ctx); err != nil {
+		return 0, err
+	}
+	if err := a.readDDLSkips(ctx); err != nil {
 		return 0, err
 	}
 	return p.LSN, nil

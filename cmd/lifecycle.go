@@ -28,6 +28,7 @@ func jobOptions(cfg *config.Config) job.Options {
 		BufferSizeBytes:   cfg.Tuning.BufferSizeBytes,
 		CopyRangeBytes:    cfg.Tuning.CopyRangeBytes,
 		PgDump:            cfg.PgDump,
+		DDLCapture:        cfg.DDL == config.DDLCapture,
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/pgsync/pgsync/apply"
 	"github.com/pgsync/pgsync/job"
 )
 
@@ -13,6 +14,7 @@ import (
 // kind is returned as it is.
 func remedy(err error, command string) error {
 	var fix string
+	var ddlErr *apply.DDLError
 	switch {
 	case err == nil:
 		return nil
@@ -42,6 +44,11 @@ func remedy(err error, command string) error {
 		fix = "rerun pgsync " + command + ": it resumes where this one stopped"
 	case errors.Is(err, job.ErrWaitTimeout):
 		fix = "is pgsync run running? (pgsync status)"
+	case errors.As(err, &ddlErr):
+		// The statement, its LSN and the target's error are in err.
+		fix = fmt.Sprintf("nothing of its source transaction was applied; run what it means on the target by hand in a form the target accepts, then pgsync run --skip-ddl %s (docs/operations.md, schema changes during a move)", ddlErr.LSN)
+	case errors.Is(err, job.ErrDDLCaptureMissing):
+		fix = `bootstrap installs it: set job.ddl = "stop" to go on without it, or start over with pgsync bootstrap --force`
 	case errors.Is(err, job.ErrTablesDiffer) && command == "cutover":
 		fix = "were writes still arriving on the source? use --lock-source"
 	default:

@@ -8,6 +8,7 @@ import (
 	"runtime/pprof"
 	"time"
 
+	"github.com/jackc/pglogrepl"
 	"github.com/spf13/cobra"
 
 	"github.com/pgsync/pgsync/config"
@@ -21,6 +22,7 @@ func (a *app) runCmd() *cobra.Command {
 	var cpuProfile, allocProfile string
 	var readPauseQueued int
 	var metricsAddr string
+	var skipDDL []string
 	c := &cobra.Command{
 		Use:   "run",
 		Short: "Stream changes from the slot and apply them to the target, exactly once",
@@ -37,6 +39,9 @@ serialization failure or deadlock on the target. An error in the data (a
 diverged row, a constraint the target has, a missing column) stops it
 with the table, the source LSN and the server's message; nothing of the
 failing transaction is committed.
+With job.ddl = "capture", each DDL statement captured on the source runs
+on the target at its place in its transaction; one the target refuses
+stops run there, with the statement and the LSN that --skip-ddl takes.
 When pgsync add-tables copies a table, run pauses at that table's first
 change until the copy is done. SIGINT or SIGTERM stops it within 10 s.
 
@@ -45,6 +50,10 @@ error.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg, err := a.loadConfig()
+			if err != nil {
+				return err
+			}
+			skips, err := parseLSNs("--skip-ddl", skipDDL)
 			if err != nil {
 				return err
 			}
@@ -91,6 +100,7 @@ error.`,
 				AddColumns:              cfg.AddColumns,
 				Selected:                a.selectedNow,
 				MetricsAddr:             metricsAddr,
+				SkipDDL:                 skips,
 			}, a.log)
 		},
 	}
@@ -102,6 +112,7 @@ error.`,
 	c.Flags().IntVar(&readPauseQueued, "read-pause-queued", 0, "queue length from which the reader pauses 1 ms before reading (0: 1024, -1: never; for developers)")
 	_ = c.Flags().MarkHidden("read-pause-queued")
 	c.Flags().DurationVar(&logEvery, "log-every", 10*time.Second, "period of the progress log line while applying")
+	c.Flags().StringSliceVar(&skipDDL, "skip-ddl", nil, "record as skipped the captured DDL statement whose message is at this LSN (job.ddl = \"capture\"; the error that stopped run names it), then run")
 	c.Flags().StringVar(&metricsAddr, "metrics-addr", "", "serve Prometheus metrics at http://ADDR/metrics (e.g. 127.0.0.1:9187); off when empty")
 	return c
 }
@@ -141,4 +152,18 @@ func writeAllocProfile(path string) {
 // (the reader's chunks and the applier's statements) plus the runtime.
 func memoryLimit(maxInflightBytes int64) int64 {
 	return 64<<20 + 2*maxInflightBytes
+}
+
+// parseLSNs parses the LSNs given to flag: a wrong one is a usage error
+// that names the flag.
+func parseLSNs(flag string, vals []string) ([]pglogrepl.LSN, error) {
+	var out []pglogrepl.LSN
+	for _, v := range vals {
+		lsn, err := pglogrepl.ParseLSN(v)
+		if err != nil {
+			return nil, failf(ExitUsage, "%s %q: not an LSN (like 0/16B3748)", flag, v)
+		}
+		out = append(out, lsn)
+	}
+	return out, nil
 }

@@ -44,8 +44,20 @@ type Config struct {
 	// grew, instead of stopping with the statement (issue 16). Off by
 	// default: pgsync changes no target schema unasked.
 	AddColumns bool
-	Tuning     Tuning
+	// DDL (job.ddl) is what run does with the source's schema changes:
+	// DDLStop (the default) stops at the first row whose shape the
+	// target lacks, as before; DDLCapture captures each DDL statement on
+	// the source with event triggers and applies it on the target in
+	// commit order (issue 31).
+	DDL    string
+	Tuning Tuning
 }
+
+// The values of job.ddl.
+const (
+	DDLStop    = "stop"
+	DDLCapture = "capture"
+)
 
 // Tuning holds the performance knobs. Sizes are converted to bytes, whatever
 // the unit of their key (buffer_size_kb, copy_range_mb); every field names
@@ -142,7 +154,8 @@ type fileConfig struct {
 		Tables []string `toml:"tables"`
 		PgDump *string  `toml:"pg_dump"`
 		// Checked in Parse, so that the error says what is accepted.
-		AddColumns any `toml:"add_columns"`
+		AddColumns any     `toml:"add_columns"`
+		DDL        *string `toml:"ddl"`
 	} `toml:"job"`
 	Tuning struct {
 		MaxInflightBytes   *string `toml:"max_inflight_bytes"`
@@ -257,6 +270,13 @@ func Parse(name, text string, getenv func(string) string) (*Config, error) {
 			return fail("job.add_columns", "%#v is not true or false", v)
 		}
 		cfg.AddColumns = b
+	}
+	cfg.DDL = DDLStop
+	if v := fc.Job.DDL; v != nil {
+		if *v != DDLStop && *v != DDLCapture {
+			return fail("job.ddl", "%q: want %q or %q", *v, DDLStop, DDLCapture)
+		}
+		cfg.DDL = *v
 	}
 
 	t := &cfg.Tuning

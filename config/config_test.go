@@ -144,6 +144,27 @@ func TestParseAddColumns(t *testing.T) {
 	}
 }
 
+// TestParseDDL: job.ddl is "stop" unless set, and takes only "stop" or
+// "capture"; a wrong value names the key and both values on one line.
+func TestParseDDL(t *testing.T) {
+	job := func(line string) string {
+		return strings.Replace(base, `tables = ["public.*"]`, "tables = [\"public.*\"]\n"+line, 1)
+	}
+	for text, want := range map[string]string{base: DDLStop, job(`ddl = "stop"`): DDLStop, job(`ddl = "capture"`): DDLCapture} {
+		cfg, err := Parse("f.toml", text, noEnv)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if cfg.DDL != want {
+			t.Errorf("ddl = %q, want %q in\n%s", cfg.DDL, want, text)
+		}
+	}
+	_, err := Parse("f.toml", job(`ddl = "apply"`), noEnv)
+	if err == nil || !strings.Contains(err.Error(), "job.ddl: ") || !strings.Contains(err.Error(), `"capture"`) || strings.Contains(err.Error(), "\n") {
+		t.Errorf("ddl = \"apply\": error %v does not name job.ddl and its values on one line", err)
+	}
+}
+
 func TestEnvOverridesURLs(t *testing.T) {
 	env := map[string]string{EnvSourceURL: "postgres://a@127.0.0.1:1/x", EnvTargetURL: "postgres://b@127.0.0.1:2/y"}
 	cfg, err := Parse("f.toml", base, func(k string) string { return env[k] })

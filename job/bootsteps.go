@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/pgsync/pgsync/catalog"
+	"github.com/pgsync/pgsync/ddl"
 	"github.com/pgsync/pgsync/ledger"
 	"github.com/pgsync/pgsync/pgconnect"
 	"github.com/pgsync/pgsync/replication"
@@ -31,6 +32,9 @@ type bootstrapShape struct {
 	// some of them to the publication.
 	copy, unpublished bool
 	largeObjects      bool
+	// ddlCapture: job.ddl = "capture", installed before the slot so that
+	// every statement after its consistent point is captured.
+	ddlCapture bool
 }
 
 // bootstrapSteps is a bootstrap's plan: its steps, in order, for shape,
@@ -61,6 +65,9 @@ func bootstrapSteps(sh bootstrapShape, r *bootstrapRun) []step {
 		add("create the publication", "", r.createPublication, nil)
 	case sh.unpublished:
 		add("publish the tables left", "", r.publishTablesLeft, nil)
+	}
+	if sh.ddlCapture {
+		add("install the DDL capture", "", r.installCapture, nil)
 	}
 	switch {
 	case sh.mode != Resume:
@@ -171,6 +178,12 @@ func (r *bootstrapRun) listObjects(ctx context.Context) (err error) {
 
 func (r *bootstrapRun) createPublication(ctx context.Context) error {
 	return replication.CreatePublication(ctx, r.j.src, r.j.names, r.bp.tables)
+}
+
+// installCapture installs (or replaces) the job's DDL capture on the
+// source (package ddl); check's "ddl capture" item passed.
+func (r *bootstrapRun) installCapture(ctx context.Context) error {
+	return ddl.Install(ctx, r.j.src, r.j.opts.Job, r.j.names.Publication, r.j.opts.Tables)
 }
 
 func (r *bootstrapRun) publishTablesLeft(ctx context.Context) error {

@@ -131,6 +131,8 @@ type bootstrapPlan struct {
 	// archivePending: an interrupted bootstrap recorded pg_dump's archive
 	// and some of its post-data objects are not built yet (Resume).
 	archivePending bool
+	// ddlCapture: job.ddl = "capture" (Options.DDLCapture).
+	ddlCapture bool
 }
 
 // shape is what decides the bootstrap's steps (bootstrapSteps).
@@ -142,6 +144,7 @@ func (bp *bootstrapPlan) shape() bootstrapShape {
 		copy:         len(bp.toCopy) > 0,
 		unpublished:  len(bp.unpublished) > 0,
 		largeObjects: len(bp.largeObjects) > 0,
+		ddlCapture:   bp.ddlCapture,
 	}
 }
 
@@ -179,7 +182,7 @@ func (j *Job) planBootstrap(ctx context.Context, force bool) (*bootstrapPlan, er
 	case err != nil:
 		return nil, err
 	}
-	bp := &bootstrapPlan{tables: tables, rec: rec, plan: plan}
+	bp := &bootstrapPlan{tables: tables, rec: rec, plan: plan, ddlCapture: j.opts.DDLCapture}
 	if err := j.planTables(ctx, bp); err != nil {
 		return nil, err
 	}

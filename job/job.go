@@ -16,6 +16,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/pgsync/pgsync/catalog"
+	"github.com/pgsync/pgsync/ddl"
 	"github.com/pgsync/pgsync/ledger"
 	"github.com/pgsync/pgsync/replication"
 	"github.com/pgsync/pgsync/snapshot"
@@ -38,6 +39,11 @@ type Options struct {
 	// target has none of the job's tables; "off" keeps the built-in
 	// creator.
 	PgDump string
+	// DDLCapture (job.ddl = "capture"): bootstrap installs the DDL capture
+	// on the source, check says whether it can, and run applies the
+	// captured statements in order (package ddl). Off, the source's schema
+	// changes stop run as before.
+	DDLCapture bool
 }
 
 // Job is one job with a connection to each side. A Job is used by one
@@ -86,12 +92,16 @@ func (j *Job) Tables(ctx context.Context) ([]catalog.Table, error) {
 	return tables, nil
 }
 
-// Teardown ends the job: it drops the slot and the publication on the
-// source and every record of the job on the target (ledger.DeleteJob).
+// Teardown ends the job: it drops the slot, the publication and the DDL
+// capture (job.ddl = "capture") on the source and every record of the job on the target (ledger.DeleteJob).
 // The target tables and their rows stay; a target without the pgsync
 // schema is left as it is.
 func (j *Job) Teardown(ctx context.Context) error {
 	if err := replication.Drop(ctx, j.src, j.names); err != nil {
+		return err
+	}
+	// Whatever job.ddl says now: it may have been "capture" at bootstrap.
+	if err := ddl.Remove(ctx, j.src, j.opts.Job); err != nil {
 		return err
 	}
 	present, err := ledger.Upgrade(ctx, j.tgt)

@@ -115,6 +115,9 @@ func checkSource(ctx context.Context, c *Checks, opts Options, src *pgx.Conn) []
 	}
 	checkReplicaIdentities(c, tables)
 	checkPublishing(ctx, c, src, s.User, tables)
+	if found := ruleDDLCapture(ctx, src, opts.DDLCapture); found.Item != "" {
+		*c = append(*c, found)
+	}
 	var total int64
 	for i := range tables {
 		total += tables[i].SizeBytes

@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/pgsync/pgsync/catalog"
+	"github.com/pgsync/pgsync/ddl"
 	"github.com/pgsync/pgsync/largeobject"
 	"github.com/pgsync/pgsync/schemadump"
 )
@@ -54,6 +55,7 @@ const (
 	itemTypes            = "types"
 	itemDefaultFunctions = "default functions"
 	itemLargeObjects     = "large objects"
+	itemDDLCapture       = "ddl capture"
 )
 
 // pgDumpAdvice is the way out of what the built-in creator cannot make,
@@ -334,4 +336,22 @@ func ruleBuiltinCreator(ctx context.Context, src, tgt *pgx.Conn, create []*catal
 			"create them on the target (the built-in creator makes no functions), or "+advice)
 	}
 	return c
+}
+
+// ruleDDLCapture says, for job.ddl = "capture", whether the source's user
+// can install the DDL capture (event triggers need a superuser, messages
+// PostgreSQL 14), and what to grant when it cannot. An empty item when
+// the job does not capture.
+func ruleDDLCapture(ctx context.Context, src *pgx.Conn, capture bool) CheckItem {
+	if !capture {
+		return CheckItem{}
+	}
+	detail, problem, fix, err := ddl.Capability(ctx, src)
+	switch {
+	case err != nil:
+		return failItem(itemDDLCapture, err)
+	case problem != "":
+		return CheckItem{Item: itemDDLCapture, Status: CheckFail, Detail: problem, Fix: fix}
+	}
+	return CheckItem{Item: itemDDLCapture, Status: CheckOK, Detail: detail}
 }

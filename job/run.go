@@ -13,6 +13,7 @@ import (
 
 	"github.com/pgsync/pgsync/apply"
 	"github.com/pgsync/pgsync/catalog"
+	"github.com/pgsync/pgsync/ddl"
 	"github.com/pgsync/pgsync/ledger"
 	"github.com/pgsync/pgsync/metrics"
 	"github.com/pgsync/pgsync/periodic"
@@ -54,6 +55,10 @@ type RunOptions struct {
 	Selected func(schema, name string) bool
 	// MetricsAddr serves Prometheus metrics there when set.
 	MetricsAddr string
+	// SkipDDL are captured DDL statements, by the LSN of their message,
+	// that run records as skipped before it starts (--skip-ddl): it then
+	// applies their source transactions without them.
+	SkipDDL []pglogrepl.LSN
 }
 
 // serverReadEvery is how often a run serving metrics reads the slot and
@@ -86,7 +91,7 @@ func Run(ctx context.Context, opts Options, ro RunOptions, log *slog.Logger) err
 		ProgressEvery: ro.ProgressEvery,
 		Prepared:      prepared.Load,
 	}
-	if err := prepareTarget(ctx, opts); err != nil {
+	if err := prepareTarget(ctx, opts, ro.SkipDDL); err != nil {
 		return err
 	}
 	holds := watchHolds(ctx, opts, stats, log)
@@ -98,6 +103,9 @@ func Run(ctx context.Context, opts Options, ro RunOptions, log *slog.Logger) err
 		// One for the whole run: the tables checked in a session are not
 		// checked again after a reconnect unless they changed.
 		Shapes: apply.NewShapeCache()}
+	if err := captureOptions(ctx, opts, &streamOpts.SessionOptions, &applyOpts); err != nil {
+		return err
+	}
 	if ro.ApplyStreamedAsReceived {
 		applyOpts.Connect = func(ctx context.Context) (*pgx.Conn, error) {
 			return pgconnect.ConnectTarget(ctx, opts.TargetURL)
@@ -137,7 +145,7 @@ func Run(ctx context.Context, opts Options, ro RunOptions, log *slog.Logger) err
 // target's ledger to this pgsync's version: a target an earlier release
 // left upgrades itself at run's start, before the sessions and the hold
 // watch read tables it may lack.
-func prepareTarget(ctx context.Context, opts Options) error {
+func prepareTarget(ctx context.Context, opts Options, skipDDL []pglogrepl.LSN) error {
 	conn, err := pgconnect.Connect(ctx, "target", opts.TargetURL)
 	if err != nil {
 		return err
@@ -146,8 +154,50 @@ func prepareTarget(ctx context.Context, opts Options) error {
 	if _, err := ledger.ReadReady(ctx, conn, opts.Job); err != nil {
 		return err
 	}
-	return ledger.Ensure(ctx, conn)
+	if err := ledger.Ensure(ctx, conn); err != nil {
+		return err
+	}
+	if len(skipDDL) > 0 && !opts.DDLCapture {
+		return fmt.Errorf("--skip-ddl: %w", ErrNoDDLCapture)
+	}
+	for _, lsn := range skipDDL {
+		if err := ledger.RecordDDLSkip(ctx, conn, opts.Job, lsn); err != nil {
+			return err
+		}
+	}
+	return nil
 }
+
+// ErrNoDDLCapture: a flag about captured DDL given to a job without
+// job.ddl = "capture".
+var ErrNoDDLCapture = errors.New(`the job does not capture DDL (job.ddl is not "capture")`)
+
+// captureOptions sets the options of job.ddl = "capture": the session
+// asks for messages, and the Applier applies the captured statements,
+// checking their signature with the key read from the source now.
+func captureOptions(ctx context.Context, opts Options, so *replication.SessionOptions, ao *apply.Options) error {
+	if !opts.DDLCapture {
+		return nil
+	}
+	conn, err := pgconnect.Connect(ctx, "source", opts.SourceURL)
+	if err != nil {
+		return err
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	key, err := ddl.ReadKey(ctx, conn, opts.Job)
+	if err != nil {
+		return err
+	}
+	if key == "" {
+		return fmt.Errorf("job %s: %w", opts.Job, ErrDDLCaptureMissing)
+	}
+	so.Messages, ao.DDL, ao.DDLKey = true, true, key
+	return nil
+}
+
+// ErrDDLCaptureMissing: job.ddl = "capture", but the source has no
+// capture of the job (bootstrapped before the key was set).
+var ErrDDLCaptureMissing = errors.New(`job.ddl is "capture" but the source has no DDL capture of the job`)
 
 // reversed says whether the target records the job as reversed.
 func reversed(ctx context.Context, opts Options) bool {

@@ -38,6 +38,10 @@ func TestBootstrapSteps(t *testing.T) {
 		{"resume, pg_dump's objects left to build", bootstrapShape{mode: Resume, archive: true}, []string{
 			"prepare pgsync's tables", "accept the tables", "create the target tables", "list the indexes and constraints",
 			"build the indexes and constraints", "build pg_dump's post-data objects", "count the schema's objects", "finish"}},
+		{"fresh, DDL capture: installed before the slot", bootstrapShape{mode: Fresh, copy: true, ddlCapture: true}, []string{
+			"prepare pgsync's tables", "record the start", "drop what an earlier bootstrap left", "accept the tables", "create the target tables",
+			"list the indexes and constraints", "create the publication", "install the DDL capture", "create the job's slot", "start the copy",
+			"copy the tables, their keys and the large objects", "finish"}},
 		{"resume, every table copied, large objects left", bootstrapShape{mode: Resume, largeObjects: true}, []string{
 			"prepare pgsync's tables", "accept the tables", "create the target tables", "list the indexes and constraints",
 			"build the indexes and constraints", "copy the large objects", "finish"}},

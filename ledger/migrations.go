@@ -129,6 +129,15 @@ CREATE TABLE pgsync.cutovers (
     ready_at     timestamptz,
     updated_at   timestamptz NOT NULL DEFAULT now()
 )`},
+	// The captured DDL statements (job.ddl = "capture") the operator chose
+	// to skip, by the LSN of their message (pgsync run --skip-ddl).
+	{version: 8, what: "the DDL statements skipped", tables: []string{"ddl_skips"}, sql: `
+CREATE TABLE pgsync.ddl_skips (
+    job          text NOT NULL,
+    lsn          pg_lsn NOT NULL,
+    requested_at timestamptz NOT NULL DEFAULT now(),
+    PRIMARY KEY (job, lsn)
+)`},
 }
 
 // unversionedThrough is the last migration whose tables a release before

@@ -395,3 +395,24 @@ func DecodeTruncate(msg []byte) (Truncate, error) {
 	}
 	return t, r.done("truncate")
 }
+
+// Message is a logical decoding message (pg_logical_emit_message), sent
+// only when the plugin options ask for messages (PostgreSQL 14+). A
+// transactional one arrives inside the transaction that emitted it, at its
+// place among the transaction's changes.
+type Message struct {
+	Transactional bool
+	LSN           pglogrepl.LSN // of the message's own WAL record
+	Prefix        string
+	// Content points into the message buffer, like a tuple's values.
+	Content []byte
+}
+
+// DecodeMessage decodes a Message message (msg[0] == 'M'): flags (1:
+// transactional), LSN, prefix, content length and content.
+func DecodeMessage(msg []byte) (Message, error) {
+	r := reader{b: msg[1:]}
+	m := Message{Transactional: r.u8()&1 != 0, LSN: pglogrepl.LSN(r.u64()), Prefix: r.str()}
+	m.Content = r.bytes(int(r.u32()))
+	return m, r.done("message")
+}

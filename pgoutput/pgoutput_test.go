@@ -149,6 +149,7 @@ func TestDecodeTruncatedMessages(t *testing.T) {
 		ot.Delete(1, 'K', []ot.Value{ot.T("a")}),
 		ot.Truncate(0, 1, 2),
 		ot.StreamStart(7, true), ot.StreamCommit(7, 1, 2, 3), ot.StreamAbort(7, 8),
+		ot.Message(true, 0x30, "pgsync_ddl", []byte(`{"q":1}`)),
 	}
 	var c pgoutput.Change
 	for _, m := range msgs {
@@ -180,10 +181,31 @@ func decodeAny(m []byte, c *pgoutput.Change) error {
 		_, err = pgoutput.DecodeStreamCommit(m)
 	case 'A':
 		_, err = pgoutput.DecodeStreamAbort(m)
+	case 'M':
+		_, err = pgoutput.DecodeMessage(m)
 	default:
 		err = pgoutput.DecodeChange(m, c)
 	}
 	return err
+}
+
+// TestDecodeMessage: a logical decoding message's flags, LSN, prefix and
+// content, transactional or not, empty content included.
+func TestDecodeMessage(t *testing.T) {
+	for _, tc := range []struct {
+		transactional bool
+		lsn           uint64
+		prefix        string
+		content       string
+	}{
+		{true, 0x1_0000_0040, "pgsync_ddl", `{"query":"ALTER TABLE t ADD c int"}`},
+		{false, 0x20, "other", ""},
+	} {
+		m, err := pgoutput.DecodeMessage(ot.Message(tc.transactional, tc.lsn, tc.prefix, []byte(tc.content)))
+		if err != nil || m.Transactional != tc.transactional || uint64(m.LSN) != tc.lsn || m.Prefix != tc.prefix || string(m.Content) != tc.content {
+			t.Errorf("message = %+v (content %q), %v; want %+v", m, m.Content, err, tc)
+		}
+	}
 }
 
 func TestDecodeRejectsUnknownKinds(t *testing.T) {
@@ -206,6 +228,7 @@ func FuzzDecode(f *testing.F) {
 	f.Add(ot.StreamStart(7, true))
 	f.Add(ot.StreamCommit(7, 0x100, 0x130, 1))
 	f.Add(ot.StreamAbort(7, 9))
+	f.Add(ot.Message(true, 0x40, "pgsync_ddl", []byte("{}")))
 	f.Add(ot.Streamed(9, ot.Insert(1, []ot.Value{ot.T("abc")})))
 	f.Fuzz(func(t *testing.T, m []byte) {
 		if len(m) == 0 {

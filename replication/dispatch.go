@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pglogrepl"
 	"golang.org/x/sync/semaphore"
 
+	"github.com/pgsync/pgsync/ddl"
 	"github.com/pgsync/pgsync/pgoutput"
 	"github.com/pgsync/pgsync/position"
 )
@@ -233,8 +234,39 @@ func (d *dispatcher) handleData(ctx context.Context, msg []byte) error {
 			return err
 		}
 		return d.app.Truncate(ctx, t)
-	case pgoutput.MsgType, pgoutput.MsgOrigin, pgoutput.MsgMessage:
+	case pgoutput.MsgMessage:
+		return d.message(ctx, msg)
+	case pgoutput.MsgType, pgoutput.MsgOrigin:
 		return nil
 	}
 	return fmt.Errorf("unknown pgoutput message type %q", msg[0])
 }
+
+// message hands a captured DDL statement (a transactional message of
+// ddl.Prefix, job.ddl = "capture") to the Applier, at its place in its
+// source transaction; any other message is ignored, as is every message
+// when the session did not ask for them (SessionOptions.Messages).
+func (d *dispatcher) message(ctx context.Context, msg []byte) error {
+	m, err := pgoutput.DecodeMessage(msg)
+	if err != nil {
+		return err
+	}
+	if !isDDL(m) {
+		return nil
+	}
+	if !d.inTxn {
+		return fmt.Errorf("pgoutput %s message at %s outside a transaction", ddl.Prefix, m.LSN)
+	}
+	if d.skipping {
+		return nil
+	}
+	app, ok := d.app.(DDLApplier)
+	if !ok {
+		return fmt.Errorf("pgoutput %s message at %s: the applier takes no DDL", ddl.Prefix, m.LSN)
+	}
+	return app.DDL(ctx, m)
+}
+
+// isDDL says whether m carries a statement the source's DDL capture
+// emitted: transactional, of ddl.Prefix.
+func isDDL(m pgoutput.Message) bool { return m.Transactional && m.Prefix == ddl.Prefix }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/jackc/pglogrepl"
@@ -200,4 +201,54 @@ func frame(msgs ...[]byte) []byte {
 		b = append(b, m...)
 	}
 	return b
+}
+
+// ddlRecorder is a recordingApplier that takes captured DDL
+// (DDLApplier) and traces it as "ddl <content>".
+type ddlRecorder struct{ *recordingApplier }
+
+func (a ddlRecorder) DDL(_ context.Context, m pgoutput.Message) error {
+	if !a.inTxn {
+		a.t.Fatal("DDL outside a transaction")
+	}
+	a.trace = append(a.trace, "ddl "+string(m.Content))
+	return nil
+}
+
+// TestDispatchDDLMessages: a transactional message of ddl.Prefix goes to
+// the Applier at its place between the transaction's changes; one of
+// another prefix, a non-transactional one, and one in a transaction
+// applied before are not handed over.
+func TestDispatchDDLMessages(t *testing.T) {
+	d, app := newTestDispatcher(t, 0x200)
+	rec := ddlRecorder{app}
+	d.app = rec
+	rel := ot.Relation(1, "public", "t", 'd', []ot.Column{{Name: "id", TypeOID: 23, Key: true}})
+	msgs := [][]byte{
+		rel,
+		ot.Begin(0x100, 1), ot.Message(true, 0xF0, "pgsync_ddl", []byte("old")), ot.Commit(0x100, 0x130), // applied before
+		ot.Begin(0x300, 2), ot.Insert(1, []ot.Value{ot.T("1")}),
+		ot.Message(true, 0x2F0, "pgsync_ddl", []byte("ALTER")),
+		ot.Message(true, 0x2F8, "someone_else", []byte("x")),
+		ot.Insert(1, []ot.Value{ot.T("2")}), ot.Commit(0x300, 0x330),
+		ot.Message(false, 0x340, "pgsync_ddl", []byte("not transactional")),
+	}
+	for _, m := range msgs {
+		if err := d.handle(context.Background(), m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := "begin 0/300,I 1,ddl ALTER,I 2,commit 0/330"
+	if got := strings.Join(rec.trace, ","); got != want {
+		t.Errorf("trace %s, want %s", got, want)
+	}
+	// An Applier that takes no DDL is not handed one silently.
+	d2, _ := newTestDispatcher(t, 0)
+	for _, m := range [][]byte{ot.Begin(0x300, 2), ot.Message(true, 0x2F0, "pgsync_ddl", []byte("ALTER"))} {
+		if err := d2.handle(context.Background(), m); err != nil && m[0] != 'M' {
+			t.Fatal(err)
+		} else if m[0] == 'M' && err == nil {
+			t.Error("a DDL message handed to an Applier without DDL returned no error")
+		}
+	}
 }

@@ -421,8 +421,16 @@ func TestPluginArgs(t *testing.T) {
 		"9.6.24":                         v1,
 		"":                               v1,
 	} {
-		if got := pluginArgs(version, "p"); !reflect.DeepEqual(got, want) {
+		if got := pluginArgs(version, "p", false); !reflect.DeepEqual(got, want) {
 			t.Errorf("server %q: %q, want %q", version, got, want)
 		}
+	}
+	// Messages (job.ddl = "capture") only where version 2 is asked for.
+	withMessages := []string{"proto_version '2'", "streaming 'on'", "messages 'true'", "publication_names 'p'"}
+	if got := pluginArgs("15.4", "p", true); !reflect.DeepEqual(got, withMessages) {
+		t.Errorf("server 15.4 with messages: %q, want %q", got, withMessages)
+	}
+	if got := pluginArgs("13.16", "p", true); !reflect.DeepEqual(got, v1) {
+		t.Errorf("server 13.16 with messages: %q, want %q", got, v1)
 	}
 }

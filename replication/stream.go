@@ -34,6 +34,14 @@ type Applier interface {
 	Flush(ctx context.Context) (durable pglogrepl.LSN, err error)
 }
 
+// DDLApplier is an Applier that applies the statements the source's DDL
+// capture emits (job.ddl = "capture", package ddl).
+type DDLApplier interface {
+	// DDL applies the statement m carries in the source transaction being
+	// applied, after its changes before m and before those after it.
+	DDL(ctx context.Context, m pgoutput.Message) error
+}
+
 // SessionOptions configures one streaming session (streamSession).
 type SessionOptions struct {
 	Names
@@ -74,6 +82,11 @@ type SessionOptions struct {
 	// target has every transaction committed before it (hold.go).
 	HoldAt func() pglogrepl.LSN
 	Held   func(ctx context.Context, at pglogrepl.LSN) error
+	// Messages asks the source for logical decoding messages (pgoutput's
+	// messages option, PostgreSQL 14+): job.ddl = "capture" carries the
+	// source's DDL in them (package ddl). Those of ddl.Prefix go to the
+	// Applier's DDL method, in order; any other is ignored.
+	Messages bool
 }
 
 // Stats counts applied work for progress lines and benchmarks.
@@ -183,7 +196,7 @@ func streamSession(ctx context.Context, conn *pgconn.PgConn, start pglogrepl.LSN
 	}
 	err := pglogrepl.StartReplication(ctx, conn, opts.Slot, start, pglogrepl.StartReplicationOptions{
 		Mode:       pglogrepl.LogicalReplication,
-		PluginArgs: pluginArgs(conn.ParameterStatus("server_version"), opts.Publication),
+		PluginArgs: pluginArgs(conn.ParameterStatus("server_version"), opts.Publication, opts.Messages),
 	})
 	if err != nil {
 		return slotError(opts.Names, start, err)
@@ -267,11 +280,16 @@ func streamSession(ctx context.Context, conn *pgconn.PgConn, start pglogrepl.LSN
 // asked for protocol version 2 with streaming on, so that it sends a
 // transaction larger than its logical_decoding_work_mem while the
 // transaction runs, instead of spilling it to disk and sending it only after
-// its commit (issue 18); older sources know only version 1.
-func pluginArgs(serverVersion, publication string) []string {
+// its commit (issue 18); older sources know only version 1. messages
+// asks for logical decoding messages, which only version 2's sources send
+// (job.ddl = "capture"; check refuses it on an older source).
+func pluginArgs(serverVersion, publication string, messages bool) []string {
 	args := []string{"proto_version '1'"}
 	if majorVersion(serverVersion) >= 14 {
 		args = []string{"proto_version '2'", "streaming 'on'"}
+		if messages {
+			args = append(args, "messages 'true'")
+		}
 	}
 	return append(args, fmt.Sprintf("publication_names '%s'", publication))
 }

@@ -70,7 +70,8 @@ func (d *dispatcher) handleStream(ctx context.Context, msg []byte) error {
 }
 
 // spool appends a message received inside a segment to its transaction's
-// spool. Type and Message are not kept (the applier ignores them) and
+// spool. Type and any Message but a captured statement are not kept (the
+// applier ignores them) and
 // Origin carries no xid; any other message has no place in a segment.
 func (d *dispatcher) spool(ctx context.Context, msg []byte) error {
 	switch msg[0] {
@@ -88,16 +89,33 @@ func (d *dispatcher) spool(ctx context.Context, msg []byte) error {
 	if xid == 0 {
 		return fmt.Errorf("pgoutput %q of invalid xid 0 in the stream of xid %d", msg[0], d.spools.cur.xid)
 	}
-	if msg[0] == pgoutput.MsgType || msg[0] == pgoutput.MsgMessage {
-		return nil
-	}
-	if err := d.spools.append(xid, msg[0], body); err != nil {
-		return err
-	}
 	// The message in protocol version 1's form, in place: its type byte
 	// over the xid's last byte (the spool has its copy).
 	v1 := msg[len(msg)-len(body)-1:]
 	v1[0] = msg[0]
+	if msg[0] == pgoutput.MsgType {
+		return nil
+	}
+	if msg[0] == pgoutput.MsgMessage {
+		// Only a captured statement is kept, for the replay at the
+		// commit; the transaction is applied there, not as it arrives
+		// (the early Applier's session would hold the DDL's lock while
+		// the main one applies the transactions before it).
+		m, err := pgoutput.DecodeMessage(v1)
+		if err != nil {
+			return fmt.Errorf("decode the message in the stream of xid %d: %w", xid, err)
+		}
+		if !isDDL(m) {
+			return nil
+		}
+		if e := d.early; e != nil && e.xid == d.spools.cur.xid {
+			d.giveUpEarly(ctx, fmt.Errorf("it holds DDL at %s", m.LSN))
+		}
+		return d.spools.append(xid, msg[0], body)
+	}
+	if err := d.spools.append(xid, msg[0], body); err != nil {
+		return err
+	}
 	if v1[0] == pgoutput.MsgRelation {
 		r, err := pgoutput.DecodeRelation(v1)
 		if err != nil {

@@ -78,7 +78,7 @@ CREATE TABLE IF NOT EXISTS pgsync.progress (
 )`
 
 // ledgerTables are every table of the pgsync schema at the latest version.
-const ledgerTables = `{schema_version,progress,tables,schema_archive,schema_objects,verifications,large_objects,locked_roles,holds}`
+const ledgerTables = `{schema_version,progress,tables,schema_archive,schema_objects,verifications,large_objects,locked_roles,holds,ddl_skips}`
 
 // TestLedgerUpgradeFromUnversioned: a target whose pgsync schema a
 // release before the schema version left (fixtures of its DDL, with the

@@ -1,0 +1,232 @@
+package ddl
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/pgsync/pgsync/pattern"
+)
+
+// The capture on the source, in schema pgsync: for job j, the function
+// pgsync.ddl_capture_j and the event triggers pgsync_ddl_j_end (on
+// ddl_command_end) and pgsync_ddl_j_drop (on sql_drop), and j's signing
+// key in pgsync.ddl_keys.
+//
+// The function runs as its owner (SECURITY DEFINER: the application's
+// role may neither read the key nor add a table to the publication), and
+// so sets search_path to pg_catalog for its own body, after reading the
+// caller's, which it carries. An event trigger function cannot be called
+// but by its trigger.
+//
+// For each command it is told of, it looks whether the command touches the
+// job's schemas (those job.tables' patterns name), leaving out schema
+// pgsync and the sessions of pgsync itself (application_name pgsync...);
+// a table created in them that job.tables matches is added to the job's
+// publication in the same transaction, so that its rows are published from
+// the first (issue 31, point 3). Then, once per statement string
+// (statements.go), it emits the signed record with
+// pg_logical_emit_message(true, ...): transactional, it is decoded inside
+// the transaction that ran the DDL, at its place.
+
+// functionSQL is the capture function; %[1]s is the job, %[2]s the
+// publication as a literal, %[3]s and %[4]s the patterns' schema and name
+// LIKE patterns as array literals.
+const functionSQL = `CREATE OR REPLACE FUNCTION pgsync.ddl_capture_%[1]s() RETURNS event_trigger
+LANGUAGE plpgsql SECURITY DEFINER AS $pgsync$
+DECLARE
+  caller_path text := pg_catalog.current_setting('search_path');
+  schema_likes text[] := %[3]s;
+  name_likes text[] := %[4]s;
+  touched boolean := false;
+  obj record;
+  guard text;
+  signing_key text;
+  payload text;
+  who text;
+BEGIN
+  PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
+  IF coalesce(current_setting('application_name', true), '') NOT LIKE 'pgsync%%' THEN
+    IF TG_EVENT = 'sql_drop' THEN
+      SELECT coalesce(bool_or(true), false) INTO touched FROM pg_event_trigger_dropped_objects() d
+      WHERE d.schema_name <> 'pgsync' AND d.schema_name LIKE ANY (schema_likes);
+    ELSE
+      FOR obj IN SELECT * FROM pg_event_trigger_ddl_commands() LOOP
+        CONTINUE WHEN obj.schema_name IS NULL OR obj.schema_name = 'pgsync' OR NOT obj.schema_name LIKE ANY (schema_likes);
+        touched := true;
+        IF obj.object_type = 'table' AND obj.command_tag IN ('CREATE TABLE', 'CREATE TABLE AS', 'SELECT INTO')
+           AND EXISTS (SELECT 1 FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+                       WHERE c.oid = obj.objid AND c.relkind = 'r' AND NOT c.relispartition AND c.relpersistence = 'p'
+                         AND EXISTS (SELECT 1 FROM unnest(schema_likes, name_likes) p(s, t) WHERE n.nspname LIKE p.s AND c.relname LIKE p.t))
+           AND NOT EXISTS (SELECT 1 FROM pg_publication_rel r JOIN pg_publication p ON p.oid = r.prpubid
+                           WHERE p.pubname = %[2]s AND r.prrelid = obj.objid) THEN
+          EXECUTE format('ALTER PUBLICATION %%I ADD TABLE %%s', %[2]s, obj.objid::regclass);
+        END IF;
+      END LOOP;
+    END IF;
+    IF touched THEN
+      guard := txid_current()::text || ' ' || statement_timestamp()::text || ' ' || md5(coalesce(current_query(), ''));
+      IF coalesce(current_setting('pgsync.ddl_guard_%[1]s', true), '') <> guard THEN
+        PERFORM set_config('pgsync.ddl_guard_%[1]s', guard, true);
+        SELECT k.key INTO signing_key FROM pgsync.ddl_keys k WHERE k.job = '%[1]s';
+        who := CASE WHEN current_setting('role') = 'none' THEN session_user::text ELSE current_setting('role') END;
+        payload := json_build_object('job', '%[1]s', 'query', coalesce(current_query(), ''), 'search_path', caller_path,
+                                     'role', who, 'tag', TG_TAG)::text;
+        PERFORM pg_logical_emit_message(true, '` + Prefix + `', json_build_object('payload', payload,
+          'sig', encode(sha256(convert_to(signing_key || encode(sha256(convert_to(signing_key || payload, 'UTF8')), 'hex'), 'UTF8')), 'hex'))::text);
+      END IF;
+    END IF;
+  END IF;
+  PERFORM pg_catalog.set_config('search_path', caller_path, true);
+END
+$pgsync$`
+
+// names are the capture's objects for job.
+func names(job string) (function, endTrigger, dropTrigger string) {
+	return "pgsync.ddl_capture_" + job, "pgsync_ddl_" + job + "_end", "pgsync_ddl_" + job + "_drop"
+}
+
+// Install creates (or replaces) job's capture on the source, for the
+// tables patterns (job.tables) and the job's publication. job is a plain
+// identifier (config's job name rule). Everything is created in one
+// transaction.
+func Install(ctx context.Context, conn *pgx.Conn, job, publication string, patterns []string) error {
+	var schemas, tables []string
+	for _, p := range patterns {
+		s, t, err := pattern.Parse(p)
+		if err != nil {
+			return fmt.Errorf("install the DDL capture: table pattern %q: %w", p, err)
+		}
+		schemas, tables = append(schemas, s), append(tables, t)
+	}
+	keyBytes := make([]byte, 32)
+	if _, err := rand.Read(keyBytes); err != nil {
+		return fmt.Errorf("install the DDL capture: signing key: %w", err)
+	}
+	fn, end, drop := names(job)
+	sql := strings.Join([]string{
+		"CREATE SCHEMA IF NOT EXISTS pgsync",
+		"CREATE TABLE IF NOT EXISTS pgsync.ddl_keys (job text PRIMARY KEY, key text NOT NULL)",
+		"REVOKE ALL ON pgsync.ddl_keys FROM PUBLIC",
+		// A key kept from an earlier install: a run streaming records it
+		// signed still checks them.
+		fmt.Sprintf("INSERT INTO pgsync.ddl_keys VALUES ('%s', '%s') ON CONFLICT (job) DO NOTHING", job, hex.EncodeToString(keyBytes)),
+		fmt.Sprintf(functionSQL, job, quoteLiteral(publication), arrayLiteral(schemas), arrayLiteral(tables)),
+		fmt.Sprintf("DROP EVENT TRIGGER IF EXISTS %s", end),
+		fmt.Sprintf("DROP EVENT TRIGGER IF EXISTS %s", drop),
+		fmt.Sprintf("CREATE EVENT TRIGGER %s ON ddl_command_end EXECUTE FUNCTION %s()", end, fn),
+		fmt.Sprintf("CREATE EVENT TRIGGER %s ON sql_drop EXECUTE FUNCTION %s()", drop, fn),
+	}, ";\n")
+	tx, err := conn.Begin(ctx)
+	if err != nil {
+		return fmt.Errorf("install the DDL capture of job %s: %w", job, err)
+	}
+	defer tx.Rollback(context.WithoutCancel(ctx))
+	if _, err := tx.Exec(ctx, sql); err != nil {
+		return fmt.Errorf("install the DDL capture of job %s: %w", job, err)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return fmt.Errorf("install the DDL capture of job %s: %w", job, err)
+	}
+	return nil
+}
+
+// Remove drops job's capture from the source: its event triggers, its
+// function and its key, then pgsync.ddl_keys and schema pgsync when
+// nothing else is left in them. What is missing is fine, and a source
+// where none was installed is not touched (dropping an event trigger
+// needs a superuser).
+func Remove(ctx context.Context, conn *pgx.Conn, job string) error {
+	fn, end, drop := names(job)
+	var installed bool
+	if err := conn.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_event_trigger WHERE evtname IN ($1, $2))
+  OR to_regprocedure($3) IS NOT NULL OR to_regclass('pgsync.ddl_keys') IS NOT NULL`, end, drop, fn+"()").Scan(&installed); err != nil {
+		return fmt.Errorf("look up the DDL capture of job %s: %w", job, err)
+	}
+	if !installed {
+		return nil
+	}
+	sql := strings.Join([]string{
+		"DROP EVENT TRIGGER IF EXISTS " + end,
+		"DROP EVENT TRIGGER IF EXISTS " + drop,
+		"DROP FUNCTION IF EXISTS " + fn + "()",
+		`DO $$ BEGIN
+  IF to_regclass('pgsync.ddl_keys') IS NOT NULL THEN
+    DELETE FROM pgsync.ddl_keys WHERE job = '` + job + `';
+    IF NOT EXISTS (SELECT 1 FROM pgsync.ddl_keys) THEN DROP TABLE pgsync.ddl_keys; END IF;
+  END IF;
+END $$`,
+	}, ";\n")
+	if _, err := conn.Exec(ctx, sql); err != nil {
+		return fmt.Errorf("remove the DDL capture of job %s: %w", job, err)
+	}
+	// The schema goes when it is empty; another job's objects keep it.
+	if _, err := conn.Exec(ctx, "DROP SCHEMA IF EXISTS pgsync"); err != nil {
+		var pgErr *pgconn.PgError
+		if !errors.As(err, &pgErr) || pgErr.Code != "2BP01" { // dependent_objects_still_exist
+			return fmt.Errorf("remove the DDL capture of job %s: drop schema pgsync: %w", job, err)
+		}
+	}
+	return nil
+}
+
+// ReadKey reads job's signing key from the source: run checks each
+// record's signature with it. "" when no capture was installed.
+func ReadKey(ctx context.Context, conn *pgx.Conn, job string) (string, error) {
+	var key string
+	err := conn.QueryRow(ctx, `SELECT coalesce((SELECT key FROM pgsync.ddl_keys WHERE job = $1), '')
+WHERE to_regclass('pgsync.ddl_keys') IS NOT NULL`, job).Scan(&key)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return "", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("read the DDL capture's key of job %s: %w", job, err)
+	}
+	return key, nil
+}
+
+// Capability says whether the source's user can install the capture: a
+// source of PostgreSQL 14 or later (pgoutput sends messages from 14), and
+// a superuser (event triggers), or rds_superuser / cloudsqlsuperuser on
+// the managed services that let those create them. problem is "" when it
+// can; fix says what to grant.
+func Capability(ctx context.Context, conn *pgx.Conn) (detail, problem, fix string, err error) {
+	var version int
+	var user string
+	var super, managed bool
+	if err := conn.QueryRow(ctx, `SELECT current_setting('server_version_num')::int, current_user::text,
+  (SELECT rolsuper FROM pg_roles WHERE rolname = current_user),
+  EXISTS (SELECT 1 FROM pg_roles r WHERE r.rolname IN ('rds_superuser', 'cloudsqlsuperuser') AND pg_has_role(current_user, r.oid, 'MEMBER'))`).
+		Scan(&version, &user, &super, &managed); err != nil {
+		return "", "", "", fmt.Errorf("read the source's version and user: %w", err)
+	}
+	switch {
+	case version < 140000:
+		return "", fmt.Sprintf("the source is PostgreSQL %d: pgoutput sends logical decoding messages from PostgreSQL 14 on, and the table path for older sources is not built yet", version/10000),
+			`set job.ddl = "stop" and repeat the schema changes on the target by hand (docs/operations.md)`, nil
+	case super:
+		return fmt.Sprintf("user %s is a superuser: bootstrap installs the event triggers in schema pgsync", user), "", "", nil
+	case managed:
+		return fmt.Sprintf("user %s is a member of the managed service's superuser role: bootstrap installs the event triggers in schema pgsync", user), "", "", nil
+	}
+	return "", fmt.Sprintf("user %s is not a superuser, and creating event triggers needs one", user),
+		"ALTER ROLE " + quoteIdent(user) + ` SUPERUSER (or rds_superuser / cloudsqlsuperuser on a managed service), or set job.ddl = "stop"`, nil
+}
+
+func quoteIdent(s string) string { return `"` + strings.ReplaceAll(s, `"`, `""`) + `"` }
+
+// arrayLiteral is a text[] literal of the strings vals, for the function's
+// body.
+func arrayLiteral(vals []string) string {
+	q := make([]string, len(vals))
+	for i, v := range vals {
+		q[i] = quoteLiteral(v)
+	}
+	return "ARRAY[" + strings.Join(q, ", ") + "]::text[]"
+}
