@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
+	"github.com/pgsync/pgsync/catalog"
 	"github.com/pgsync/pgsync/pattern"
 )
 
@@ -117,7 +118,7 @@ func Install(ctx context.Context, conn *pgx.Conn, job, publication string, patte
 		// A key kept from an earlier install: a run streaming records it
 		// signed still checks them.
 		fmt.Sprintf("INSERT INTO pgsync.ddl_keys VALUES ('%s', '%s') ON CONFLICT (job) DO NOTHING", job, hex.EncodeToString(keyBytes)),
-		fmt.Sprintf(functionSQL, job, quoteLiteral(publication), arrayLiteral(schemas), arrayLiteral(tables)),
+		fmt.Sprintf(functionSQL, job, catalog.QuoteLiteral(publication), arrayLiteral(schemas), arrayLiteral(tables)),
 		fmt.Sprintf("DROP EVENT TRIGGER IF EXISTS %s", end),
 		fmt.Sprintf("DROP EVENT TRIGGER IF EXISTS %s", drop),
 		fmt.Sprintf("CREATE EVENT TRIGGER %s ON ddl_command_end EXECUTE FUNCTION %s()", end, fn),
@@ -216,17 +217,15 @@ func Capability(ctx context.Context, conn *pgx.Conn) (detail, problem, fix strin
 		return fmt.Sprintf("user %s is a member of the managed service's superuser role: bootstrap installs the event triggers in schema pgsync", user), "", "", nil
 	}
 	return "", fmt.Sprintf("user %s is not a superuser, and creating event triggers needs one", user),
-		"ALTER ROLE " + quoteIdent(user) + ` SUPERUSER (or rds_superuser / cloudsqlsuperuser on a managed service), or set job.ddl = "stop"`, nil
+		"ALTER ROLE " + catalog.QuoteIdent(user) + ` SUPERUSER (or rds_superuser / cloudsqlsuperuser on a managed service), or set job.ddl = "stop"`, nil
 }
-
-func quoteIdent(s string) string { return `"` + strings.ReplaceAll(s, `"`, `""`) + `"` }
 
 // arrayLiteral is a text[] literal of the strings vals, for the function's
 // body.
 func arrayLiteral(vals []string) string {
 	q := make([]string, len(vals))
 	for i, v := range vals {
-		q[i] = quoteLiteral(v)
+		q[i] = catalog.QuoteLiteral(v)
 	}
 	return "ARRAY[" + strings.Join(q, ", ") + "]::text[]"
 }

@@ -3,6 +3,8 @@ package ddl
 import (
 	"fmt"
 	"strings"
+
+	"github.com/pgsync/pgsync/catalog"
 )
 
 // What the target runs for a captured record.
@@ -76,12 +78,9 @@ func Plan(query string) (string, *Refusal) {
 // (set_config's is_local: a failure rolls everything back anyway).
 func TargetSQL(stmts, searchPath string) string {
 	return "SELECT pg_catalog.set_config('pgsync.saved_search_path', pg_catalog.current_setting('search_path'), true), pg_catalog.set_config('search_path', " +
-		quoteLiteral(searchPath) + ", true);\n" + stmts +
+		catalog.QuoteLiteral(searchPath) + ", true);\n" + stmts +
 		";\nSELECT pg_catalog.set_config('search_path', pg_catalog.current_setting('pgsync.saved_search_path'), true)"
 }
-
-// quoteLiteral quotes s as an SQL string literal (standard_conforming_strings on).
-func quoteLiteral(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
 
 type stmtKind int
 
