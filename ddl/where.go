@@ -49,7 +49,8 @@ import (
 const elsewhereSQL = `          rewrites := coalesce(current_setting('pgsync.ddl_rewrites_%[1]s', true), '');
           SELECT coalesce(bit_or(split_part(x, ':', 2)::int), 0) INTO reason
             FROM unnest(string_to_array(rewrites, ',')) AS x
-           WHERE x <> '' AND split_part(x, ':', 1)::oid IN (SELECT relid FROM pg_partition_tree(obj.objid));
+           WHERE x <> '' AND (split_part(x, ':', 1)::oid = obj.objid
+                 OR split_part(x, ':', 1)::oid IN (SELECT relid FROM pg_partition_tree(obj.objid)));
           reported := coalesce(nullif(current_setting('pgsync.ddl_elsewhere_%[1]s', true), ''), ',');
           cols := NULL;
           SELECT array_agg(a.attname::text ORDER BY a.attnum) INTO cols
