@@ -328,7 +328,7 @@ func (a *Applier) addColumns(ctx context.Context, r *pgoutput.Relation, ident st
 	if a.opts.AddColumns && !empty {
 		for i := range defs {
 			if d := &defs[i]; elsewhere(d) {
-				return fmt.Errorf("table %s at %s: column %s (%s) exists on the source but not on the target, and its default gave each existing source row a value of its own that no change message carries: %w; add it on the target by hand (%s), copy its values from the source to the target by key, and rerun pgsync run (docs/operations.md, values that depend on where a statement runs)",
+				return fmt.Errorf("table %s at %s: column %s (%s) exists on the source but not on the target, and its default gave each existing source row a value of its own that no change message carries: %w; add it on the target by hand (%s), run pgsync run --until-caught-up, then copy its values from the source to the target by key, then pgsync run (docs/operations.md, values that depend on where a statement runs)",
 					r, a.sourceLSN, d.Name, d.Definition(), ErrVolatileDefault, stmt)
 			}
 		}
