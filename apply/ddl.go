@@ -68,6 +68,9 @@ func (a *Applier) DDL(ctx context.Context, m pgoutput.Message) error {
 		// the guard.
 		return a.fail(ctx, notAsArrived("DDL at %s", m.LSN))
 	}
+	if err := rec.Refused(); err != nil {
+		return a.failDDL(ctx, m.LSN, rec.Query, err)
+	}
 	stmts, refusal := ddl.Plan(rec.Query)
 	if refusal != nil {
 		return a.failDDL(ctx, m.LSN, refusal.Statement, refusal)

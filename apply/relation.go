@@ -297,10 +297,13 @@ func (a *Applier) addColumns(ctx context.Context, r *pgoutput.Relation, ident st
 		notes = append(notes, fmt.Sprintf("the source's definition could not be read (%v): its type only", unread))
 	}
 	// A NOT NULL column that nothing fills can be added only to an empty
-	// table: its values for the target's rows are still in the stream.
+	// table: its values for the target's rows are still in the stream. A
+	// volatile default (issue 31, point 4) gave each of the source's rows
+	// a value no change message carries, that the target's rows would not
+	// get: added only to an empty table.
 	empty := true
 	for i := range defs {
-		if d := &defs[i]; d.NotNull && !d.Filled() {
+		if d := &defs[i]; d.NotNull && !d.Filled() || elsewhere(d) {
 			if err := a.conn.QueryRow(ctx, "SELECT NOT EXISTS (SELECT 1 FROM "+ident+")").Scan(&empty); err != nil {
 				return fmt.Errorf("table %s at %s: %w", r, a.sourceLSN, err)
 			}
@@ -317,11 +320,19 @@ func (a *Applier) addColumns(ctx context.Context, r *pgoutput.Relation, ident st
 		if dropped {
 			notes = append(notes, fmt.Sprintf("%s without NOT NULL, which the target's rows would break until the source's values arrive: set it then", d.Name))
 		}
-		if d.VolatileDefault {
-			notes = append(notes, fmt.Sprintf("%s's default gave each source row a value of its own, which the target's rows will not have: verify shows them", d.Name))
+		if elsewhere(d) {
+			notes = append(notes, fmt.Sprintf("%s's default gave each source row a value of its own, which the target's rows will not have: copy its values from the source by key", d.Name))
 		}
 	}
 	stmt := "ALTER TABLE " + ident + " " + strings.Join(clauses, ", ")
+	if a.opts.AddColumns && !empty {
+		for i := range defs {
+			if d := &defs[i]; elsewhere(d) {
+				return fmt.Errorf("table %s at %s: column %s (%s) exists on the source but not on the target, and its default gave each existing source row a value of its own that no change message carries: %w; add it on the target by hand (%s), run pgsync run --until-caught-up, then copy its values from the source to the target by key, then pgsync run (docs/operations.md, values that depend on where a statement runs)",
+					r, a.sourceLSN, d.Name, d.Definition(), ErrVolatileDefault, stmt)
+			}
+		}
+	}
 	if !a.opts.AddColumns {
 		note := ""
 		if len(notes) > 0 {
@@ -345,6 +356,20 @@ func (a *Applier) addColumns(ctx context.Context, r *pgoutput.Relation, ident st
 		log.Warn("added a column on the target: "+n, "table", r.String())
 	}
 	return nil
+}
+
+// ErrVolatileDefault is the cause of the stop at a column the source
+// gained with a volatile default, with Options.AddColumns and rows on the
+// target.
+var ErrVolatileDefault = errors.New("a volatile default's values for existing rows cannot be reproduced on the target")
+
+// elsewhere says whether the source's rows older than column d hold values
+// that d's definition would not give the target's rows: its default is
+// volatile (or it is an identity) and the source stored no single value
+// for them (Existing). With Existing, AddClauses gives the target's rows
+// that value, as a stable default such as now() gave the source's.
+func elsewhere(d *catalog.ColumnDef) bool {
+	return d.VolatileDefault && d.Existing == "" && d.Generated == ""
 }
 
 // firstNormalOID is FirstNormalObjectId: below it, the oids of the

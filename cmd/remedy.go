@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/pgsync/pgsync/apply"
+	"github.com/pgsync/pgsync/ddl"
 	"github.com/pgsync/pgsync/job"
 )
 
@@ -44,6 +45,10 @@ func remedy(err error, command string) error {
 		fix = "rerun pgsync " + command + ": it resumes where this one stopped"
 	case errors.Is(err, job.ErrWaitTimeout):
 		fix = "is pgsync run running? (pgsync status)"
+	case errors.As(err, &ddlErr) && errors.Is(err, ddl.ErrElsewhere):
+		// The statement ran in the rolled back transaction; skipping this
+		// record lets it run with the target's values, replaced next.
+		fix = fmt.Sprintf("nothing of its source transaction was applied; run pgsync run --skip-ddl %s --until-caught-up (the statement then runs on the target, with the target's values), then copy those columns' values from the source to the target by key, then pgsync run (docs/operations.md, values that depend on where a statement runs)", ddlErr.LSN)
 	case errors.As(err, &ddlErr):
 		// The statement, its LSN and the target's error are in err.
 		fix = fmt.Sprintf("nothing of its source transaction was applied; run what it means on the target by hand in a form the target accepts, then pgsync run --skip-ddl %s (docs/operations.md, schema changes during a move)", ddlErr.LSN)

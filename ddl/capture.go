@@ -51,10 +51,19 @@ DECLARE
   signing_key text;
   payload text;
   who text;
+  rewrites text;
+  reported text;
+  reason int;
+  cols text[];
+  elsewhere json[] := '{}';
 BEGIN
   PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
   IF coalesce(current_setting('application_name', true), '') NOT LIKE 'pgsync%%' THEN
-    IF TG_EVENT = 'sql_drop' THEN
+    IF TG_EVENT = 'table_rewrite' THEN
+      -- Noted for ddl_command_end, which knows the statement (where.go).
+      PERFORM set_config('pgsync.ddl_rewrites_%[1]s', coalesce(current_setting('pgsync.ddl_rewrites_%[1]s', true), '')
+        || pg_event_trigger_table_rewrite_oid()::text || ':' || pg_event_trigger_table_rewrite_reason()::text || ',', true);
+    ELSIF TG_EVENT = 'sql_drop' THEN
       SELECT coalesce(bool_or(true), false) INTO touched FROM pg_event_trigger_dropped_objects() d
       WHERE d.schema_name <> 'pgsync' AND d.schema_name LIKE ANY (schema_likes);
     ELSE
@@ -69,7 +78,11 @@ BEGIN
                            WHERE p.pubname = %[2]s AND r.prrelid = obj.objid) THEN
           EXECUTE format('ALTER PUBLICATION %%I ADD TABLE %%s', %[2]s, obj.objid::regclass);
         END IF;
+        IF obj.object_type = 'table' AND obj.command_tag = 'ALTER TABLE' THEN
+` + elsewhereSQL + `
+        END IF;
       END LOOP;
+      PERFORM set_config('pgsync.ddl_rewrites_%[1]s', '', true);
     END IF;
     IF touched THEN
       guard := txid_current()::text || ' ' || statement_timestamp()::text || ' ' || md5(coalesce(current_query(), ''));
@@ -82,6 +95,15 @@ BEGIN
         PERFORM pg_logical_emit_message(true, '` + Prefix + `', json_build_object('payload', payload,
           'sig', encode(sha256(convert_to(signing_key || encode(sha256(convert_to(signing_key || payload, 'UTF8')), 'hex'), 'UTF8')), 'hex'))::text);
       END IF;
+      IF cardinality(elsewhere) > 0 THEN
+        -- Its own record, after the statement's: run refuses it (where.go).
+        SELECT k.key INTO signing_key FROM pgsync.ddl_keys k WHERE k.job = '%[1]s';
+        who := CASE WHEN current_setting('role') = 'none' THEN session_user::text ELSE current_setting('role') END;
+        payload := json_build_object('job', '%[1]s', 'query', coalesce(current_query(), ''), 'search_path', caller_path,
+                                     'role', who, 'tag', TG_TAG, 'elsewhere', array_to_json(elsewhere))::text;
+        PERFORM pg_logical_emit_message(true, '` + Prefix + `', json_build_object('payload', payload,
+          'sig', encode(sha256(convert_to(signing_key || encode(sha256(convert_to(signing_key || payload, 'UTF8')), 'hex'), 'UTF8')), 'hex'))::text);
+      END IF;
     END IF;
   END IF;
   PERFORM pg_catalog.set_config('search_path', caller_path, true);
@@ -89,8 +111,8 @@ END
 $pgsync$`
 
 // names are the capture's objects for job.
-func names(job string) (function, endTrigger, dropTrigger string) {
-	return "pgsync.ddl_capture_" + job, "pgsync_ddl_" + job + "_end", "pgsync_ddl_" + job + "_drop"
+func names(job string) (function, endTrigger, dropTrigger, rewriteTrigger string) {
+	return "pgsync.ddl_capture_" + job, "pgsync_ddl_" + job + "_end", "pgsync_ddl_" + job + "_drop", "pgsync_ddl_" + job + "_rewrite"
 }
 
 // Install creates (or replaces) job's capture on the source, for the
@@ -110,7 +132,7 @@ func Install(ctx context.Context, conn *pgx.Conn, job, publication string, patte
 	if _, err := rand.Read(keyBytes); err != nil {
 		return fmt.Errorf("install the DDL capture: signing key: %w", err)
 	}
-	fn, end, drop := names(job)
+	fn, end, drop, rewrite := names(job)
 	sql := strings.Join([]string{
 		"CREATE SCHEMA IF NOT EXISTS pgsync",
 		"CREATE TABLE IF NOT EXISTS pgsync.ddl_keys (job text PRIMARY KEY, key text NOT NULL)",
@@ -121,8 +143,10 @@ func Install(ctx context.Context, conn *pgx.Conn, job, publication string, patte
 		fmt.Sprintf(functionSQL, job, catalog.QuoteLiteral(publication), arrayLiteral(schemas), arrayLiteral(tables)),
 		fmt.Sprintf("DROP EVENT TRIGGER IF EXISTS %s", end),
 		fmt.Sprintf("DROP EVENT TRIGGER IF EXISTS %s", drop),
+		fmt.Sprintf("DROP EVENT TRIGGER IF EXISTS %s", rewrite),
 		fmt.Sprintf("CREATE EVENT TRIGGER %s ON ddl_command_end EXECUTE FUNCTION %s()", end, fn),
 		fmt.Sprintf("CREATE EVENT TRIGGER %s ON sql_drop EXECUTE FUNCTION %s()", drop, fn),
+		fmt.Sprintf("CREATE EVENT TRIGGER %s ON table_rewrite EXECUTE FUNCTION %s()", rewrite, fn),
 	}, ";\n")
 	tx, err := conn.Begin(ctx)
 	if err != nil {
@@ -144,10 +168,10 @@ func Install(ctx context.Context, conn *pgx.Conn, job, publication string, patte
 // where none was installed is not touched (dropping an event trigger
 // needs a superuser).
 func Remove(ctx context.Context, conn *pgx.Conn, job string) error {
-	fn, end, drop := names(job)
+	fn, end, drop, rewrite := names(job)
 	var installed bool
-	if err := conn.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_event_trigger WHERE evtname IN ($1, $2))
-  OR to_regprocedure($3) IS NOT NULL OR to_regclass('pgsync.ddl_keys') IS NOT NULL`, end, drop, fn+"()").Scan(&installed); err != nil {
+	if err := conn.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_event_trigger WHERE evtname IN ($1, $2, $4))
+  OR to_regprocedure($3) IS NOT NULL OR to_regclass('pgsync.ddl_keys') IS NOT NULL`, end, drop, fn+"()", rewrite).Scan(&installed); err != nil {
 		return fmt.Errorf("look up the DDL capture of job %s: %w", job, err)
 	}
 	if !installed {
@@ -156,6 +180,7 @@ func Remove(ctx context.Context, conn *pgx.Conn, job string) error {
 	sql := strings.Join([]string{
 		"DROP EVENT TRIGGER IF EXISTS " + end,
 		"DROP EVENT TRIGGER IF EXISTS " + drop,
+		"DROP EVENT TRIGGER IF EXISTS " + rewrite,
 		"DROP FUNCTION IF EXISTS " + fn + "()",
 		`DO $$ BEGIN
   IF to_regclass('pgsync.ddl_keys') IS NOT NULL THEN

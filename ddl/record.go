@@ -43,6 +43,10 @@ type Record struct {
 	Role string `json:"role"`
 	// Tag is the command tag of the first command captured (ALTER TABLE).
 	Tag string `json:"tag"`
+	// Elsewhere, when set, makes this a record of its own, emitted after
+	// the statement's: the tables whose existing rows the statement gave
+	// values that depend on where it runs (where.go). run refuses it.
+	Elsewhere []Elsewhere `json:"elsewhere,omitempty"`
 }
 
 // envelope is the message's content: the record's JSON text and its

@@ -2,6 +2,7 @@ package ddl
 
 import (
 	"errors"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -86,7 +87,7 @@ func TestTargetSQL(t *testing.T) {
 func TestDecode(t *testing.T) {
 	r := Record{Job: "j", Query: "ALTER TABLE t ADD c int", SearchPath: "public", Role: "app", Tag: "ALTER TABLE"}
 	got, err := Decode(Encode(r, "k1"), "j", "k1")
-	if err != nil || got != r {
+	if err != nil || !reflect.DeepEqual(got, r) {
 		t.Errorf("Decode = %+v, %v; want %+v", got, err, r)
 	}
 	if _, err := Decode(Encode(r, "k2"), "j", "k1"); !errors.Is(err, ErrUnsigned) {

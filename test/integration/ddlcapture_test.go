@@ -52,8 +52,8 @@ func TestDDLCaptureApplied(t *testing.T) {
 		t.Errorf("check does not say ddl capture OK:\n%s\n%s", r.stdout, r.stderr)
 	}
 	e.mustPgsync("bootstrap")
-	if n := queryOne[int](t, e.src, "SELECT count(*) FROM pg_event_trigger WHERE evtname LIKE 'pgsync_ddl_%'"); n != 2 {
-		t.Fatalf("event triggers on the source after bootstrap: %d, want 2", n)
+	if n := queryOne[int](t, e.src, "SELECT count(*) FROM pg_event_trigger WHERE evtname LIKE 'pgsync_ddl_%'"); n != 3 {
+		t.Fatalf("event triggers on the source after bootstrap: %d, want 3", n)
 	}
 	run := e.start("run")
 
