@@ -147,6 +147,7 @@ type Applier struct {
 	groupEnd   pglogrepl.LSN
 	groupFirst pglogrepl.LSN // commit LSN of the group's first source transaction
 	groupTime  time.Time     // source commit time of the group's last transaction
+	groupDDL   bool          // the group ran a captured DDL statement: it commits at its source transaction's end (keepGroupOpen)
 	timeBuf    []byte
 	sourceLSN  pglogrepl.LSN // commit LSN of the source transaction being applied
 	skips      []*relation   // relations with rows a trigger skipped in the open group (skip.go)

@@ -91,6 +91,7 @@ func (a *Applier) DDL(ctx context.Context, m pgoutput.Message) error {
 		}
 		return a.failDDL(ctx, m.LSN, stmts, err)
 	}
+	a.groupDDL = true
 	a.logger().Info("applied DDL captured on the source", "lsn", m.LSN.String(), "commit_lsn", a.sourceLSN.String(),
 		"role_on_source", rec.Role, "statement", ddl.Short(stmts))
 	return nil

@@ -45,13 +45,27 @@ func (a *Applier) Begin(ctx context.Context, b pgoutput.Begin) error {
 // commit in the same target transaction or not at all.
 func (a *Applier) Commit(ctx context.Context, c pgoutput.Commit, more bool) (durable pglogrepl.LSN, err error) {
 	a.groupEnd, a.groupTime = c.EndLSN, c.Time
-	if more && a.groupBytes < a.opts.MaxGroupBytes && time.Since(a.groupStart) < maxGroupAge {
+	if keepGroupOpen(more, a.groupDDL, a.groupBytes, a.opts.MaxGroupBytes, time.Since(a.groupStart)) {
 		return 0, nil
 	}
 	if err := a.commit(ctx); err != nil {
 		return 0, err
 	}
 	return c.EndLSN, nil
+}
+
+// keepGroupOpen decides whether the target transaction stays open after a
+// source transaction's commit, for the next ones (more: they are waiting
+// already), under the group's limits of size (maxBytes) and age. A group
+// that ran a captured DDL statement (ranDDL) commits at the end of that
+// statement's source transaction: the source committed it there, and
+// what follows may depend on that commit. A value added by ALTER TYPE ...
+// ADD VALUE cannot be used before the transaction that added it commits
+// (SQLSTATE 55P04, "unsafe use of new value"): applied in the same target
+// transaction, the source's next write of that value fails and the group
+// is taken apart (issue 31, found by TestDDLKindsApplied).
+func keepGroupOpen(more, ranDDL bool, groupBytes, maxBytes int64, age time.Duration) bool {
+	return more && !ranDDL && groupBytes < maxBytes && age < maxGroupAge
 }
 
 // Flush commits the open group of source transactions, if any, and returns
@@ -103,7 +117,7 @@ func (a *Applier) commit(ctx context.Context) error {
 		m.CommitSeconds.Observe(time.Since(began).Seconds())
 		m.GroupRows.Observe(float64(a.groupRows))
 	}
-	a.groupBytes, a.groupRows = 0, 0
+	a.groupBytes, a.groupRows, a.groupDDL = 0, 0, false
 	return nil
 }
 
@@ -151,7 +165,7 @@ func (a *Applier) reset(ctx context.Context) {
 		}
 		cancel()
 	}
-	a.inTarget = false
+	a.inTarget, a.groupDDL = false, false
 	a.groupBytes, a.groupRows, a.batchRows, a.batchBytes, a.sinceFlush = 0, 0, 0, 0, 0
 }
 

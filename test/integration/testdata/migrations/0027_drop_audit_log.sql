@@ -1,0 +1,2 @@
+-- Rails: drop_table :audit_log.
+DROP TABLE "audit_log";
