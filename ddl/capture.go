@@ -56,6 +56,7 @@ DECLARE
   reason int;
   cols text[];
   elsewhere json[] := '{}';
+  sch name;
 BEGIN
   PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
   IF coalesce(current_setting('application_name', true), '') NOT LIKE 'pgsync%%' THEN
@@ -68,11 +69,27 @@ BEGIN
       WHERE d.schema_name <> 'pgsync' AND d.schema_name LIKE ANY (schema_likes);
     ELSE
       FOR obj IN SELECT * FROM pg_event_trigger_ddl_commands() LOOP
-        CONTINUE WHEN obj.schema_name IS NULL OR obj.schema_name = 'pgsync' OR NOT obj.schema_name LIKE ANY (schema_likes);
+        -- GRANT and REVOKE name no object here: every one is carried
+        -- (one on an object the target lacks stops run, named).
+        IF obj.command_tag IN ('GRANT', 'REVOKE') THEN
+          touched := true;
+          CONTINUE;
+        END IF;
+        -- Triggers, rules and policies have no schema of their own: their
+        -- table's.
+        sch := coalesce(obj.schema_name, CASE obj.classid
+          WHEN 'pg_trigger'::regclass THEN (SELECT n.nspname FROM pg_trigger x JOIN pg_class c ON c.oid = x.tgrelid
+                                             JOIN pg_namespace n ON n.oid = c.relnamespace WHERE x.oid = obj.objid)
+          WHEN 'pg_rewrite'::regclass THEN (SELECT n.nspname FROM pg_rewrite x JOIN pg_class c ON c.oid = x.ev_class
+                                             JOIN pg_namespace n ON n.oid = c.relnamespace WHERE x.oid = obj.objid)
+          WHEN 'pg_policy'::regclass THEN (SELECT n.nspname FROM pg_policy x JOIN pg_class c ON c.oid = x.polrelid
+                                            JOIN pg_namespace n ON n.oid = c.relnamespace WHERE x.oid = obj.objid)
+          END);
+        CONTINUE WHEN sch IS NULL OR sch = 'pgsync' OR NOT sch LIKE ANY (schema_likes);
         touched := true;
         IF obj.object_type = 'table' AND obj.command_tag IN ('CREATE TABLE', 'CREATE TABLE AS', 'SELECT INTO')
            AND EXISTS (SELECT 1 FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
-                       WHERE c.oid = obj.objid AND c.relkind = 'r' AND NOT c.relispartition AND c.relpersistence = 'p'
+                       WHERE c.oid = obj.objid AND c.relkind = 'r' AND c.relpersistence = 'p'
                          AND EXISTS (SELECT 1 FROM unnest(schema_likes, name_likes) p(s, t) WHERE n.nspname LIKE p.s AND c.relname LIKE p.t))
            AND NOT EXISTS (SELECT 1 FROM pg_publication_rel r JOIN pg_publication p ON p.oid = r.prpubid
                            WHERE p.pubname = %[2]s AND r.prrelid = obj.objid) THEN

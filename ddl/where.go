@@ -29,8 +29,10 @@ import (
 //     by the oids in its node tree), or is CURRENT_TIMESTAMP and its kin
 //     (SQLValueFunction) or an identity;
 //   - a type change that rewrote the table (reason 4) when the statement's
-//     text holds USING and calls a function of a name pg_proc has with a
-//     volatility other than immutable, or CURRENT_TIMESTAMP and its kin:
+//     text holds USING and calls a function of a name pg_proc has only
+//     with volatilities other than immutable (a name with an immutable
+//     overload, numeric(...) say, is a cast or a typmod far more often
+//     than money's stable numeric(money)), or CURRENT_TIMESTAMP and its kin:
 //     the USING expression is in no catalog, so its text is read, and
 //     read conservatively (a name in a string counts).
 //
@@ -68,7 +70,8 @@ const elsewhereSQL = `          rewrites := coalesce(current_setting('pgsync.ddl
           END IF;
           IF (reason & 4) <> 0 AND current_query() ~* '\mUSING\M' AND (current_query() ~* '` + sqlValueWords + `'
              OR EXISTS (SELECT 1 FROM regexp_matches(current_query(), '([A-Za-z_][A-Za-z_0-9$]*)\s*\(', 'g') AS m(f)
-                        JOIN pg_proc p ON p.proname = lower(m.f[1]) WHERE p.provolatile <> 'i')) THEN
+                        JOIN pg_proc p ON p.proname = lower(m.f[1]) WHERE p.provolatile <> 'i'
+                         AND NOT EXISTS (SELECT 1 FROM pg_proc i WHERE i.proname = p.proname AND i.provolatile = 'i'))) THEN
             cols := NULL;
             SELECT array_agg(a.attname::text ORDER BY a.attnum) INTO cols FROM pg_attribute a
              WHERE a.attrelid = obj.objid AND a.attnum > 0 AND NOT a.attisdropped AND a.xmin = pg_current_xact_id()::xid
