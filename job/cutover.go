@@ -486,7 +486,7 @@ func (j *Job) UnlockSource(ctx context.Context, roles []string) error {
 	// Forgotten once no role is left locked and nothing of the way back
 	// exists yet; a reverse slot on the target keeps the record, which
 	// a rerun of cutover --reverse finishes.
-	if rec.LockedRoles = rolesNotIn(rec.LockedRoles, roles); len(rec.LockedRoles) == 0 && rec.Step.Before(ledger.CutoverReverseSlot) {
+	if rec.LockedRoles = rolesNotIn(rec.LockedRoles, roles); len(rec.LockedRoles) == 0 && (rec.ReverseJob == "" || rec.Step.Before(ledger.CutoverReverseSlot)) {
 		return ledger.ForgetCutover(ctx, j.tgt, j.opts.Job)
 	}
 	return ledger.RecordCutover(ctx, j.tgt, rec.Step, rec)
