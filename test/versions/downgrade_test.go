@@ -22,6 +22,7 @@ func TestDowngrade15To13(t *testing.T) {
 		res := movePair(t, p, basePort+2, basePort+3)
 		if !t.Failed() {
 			t.Logf("15 -> 13: bootstrap %.1f s, catch-up %.1f s, write gap %.3f s", res.BootstrapSeconds, res.CatchupSeconds, res.WriteGapSeconds)
+			recordResult(t, res)
 		}
 	})
 	t.Run("refused", func(t *testing.T) {
