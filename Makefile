@@ -10,7 +10,7 @@ LDFLAGS := -X github.com/pgsync/pgsync/cmd.Version=$(VERSION)
 # The integration tests' own clusters, apart from the ones of `make demo`.
 TEST_PG_DIR ?= /tmp/pgsync-test-pg
 
-.PHONY: all build pg-install test unit bench-test integration demo bench bench-hotpath clean
+.PHONY: all build pg-install test test-versions unit bench-test integration demo bench bench-hotpath clean
 
 all: build
 
@@ -28,6 +28,17 @@ test: pg-install build bench-test
 	@rc=0; PGSYNC_TEST_PG_DIR=$(TEST_PG_DIR) $(GO) test -tags integration -count=1 -timeout 45m ./... || rc=$$?; \
 	  PGSYNC_PG_DIR=$(TEST_PG_DIR) PGSYNC_SOURCE_PORT=56432 PGSYNC_TARGET_PORT=56433 bash scripts/local-pg.sh destroy >/dev/null 2>&1; \
 	  exit $$rc
+
+# The upgrade matrix (issue 32, test/versions, build tag versions): the
+# ERP fixture moved under writes between clusters of two majors, each
+# pair SOURCE:TARGET in VERSION_PAIRS. Servers other than Debian's 15 come
+# from npm (scripts/pg-versions.sh, cached in /var/cache/pgsync/pg as
+# root); ports 56612-56613 (PGSYNC_TEST_VERSION_PORT). Each pair's timings
+# are appended to bench-results/versions.jsonl.
+VERSION_PAIRS ?= 13:15,13:16,13:18,14:17,15:18,16:17,17:18
+test-versions: pg-install
+	$(GO) vet -tags versions ./test/versions
+	PGSYNC_TEST_VERSION_PAIRS=$(VERSION_PAIRS) $(GO) test -tags versions -count=1 -timeout 60m -v ./test/versions
 
 # Every package's tests but the integration tests (test/integration, behind
 # the integration build tag): no PostgreSQL needed.

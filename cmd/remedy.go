@@ -36,7 +36,8 @@ func remedy(err error, command string) error {
 	case errors.Is(err, job.ErrSlotActive):
 		fix = "stop the other pgsync run of this job first"
 	case errors.Is(err, job.ErrTargetTable), errors.Is(err, job.ErrLargeObjectsInTheWay),
-		errors.Is(err, job.ErrMissingExtension), errors.Is(err, job.ErrMissingRole), errors.Is(err, job.ErrMissingFunction):
+		errors.Is(err, job.ErrMissingExtension), errors.Is(err, job.ErrMissingRole), errors.Is(err, job.ErrMissingFunction),
+		errors.Is(err, job.ErrOlderTarget):
 		// The error names the fix, in pgsync check's words.
 		fix = "nothing was recorded: fix it and rerun pgsync " + command
 	case errors.Is(err, job.ErrChecks):

@@ -41,6 +41,8 @@ func ruleSentinel(item string) error {
 		return ErrMissingRole
 	case item == itemLargeObjects:
 		return ErrLargeObjectsInTheWay
+	case item == itemOlderTarget:
+		return ErrOlderTarget
 	case strings.HasPrefix(item, "table "):
 		return ErrTargetTable
 	}
@@ -56,6 +58,7 @@ const (
 	itemDefaultFunctions = "default functions"
 	itemLargeObjects     = "large objects"
 	itemDDLCapture       = "ddl capture"
+	itemOlderTarget      = "older target"
 )
 
 // pgDumpAdvice is the way out of what the built-in creator cannot make,
@@ -240,6 +243,9 @@ func chooseSchema(ctx context.Context, in schemaInput) (schemaChoice, error) {
 	if ch.why == "" {
 		ch.findings.add(itemSchema, CheckOK, fmt.Sprintf("the target has none of the job's tables: bootstrap takes the schema from %s (pg_dump %d), %s", ch.dump.Path, ch.dump.Version, ch.dump), "")
 		ch.findings = append(ch.findings, ruleRoles(ctx, in.src, in.tgt, ch.dump.Schemas, in.publication))
+		if older := ruleOlderTarget(ctx, in, ch.dump, srcMajor); older.Item != "" {
+			ch.findings = append(ch.findings, older)
+		}
 		return ch, ctx.Err()
 	}
 	ch.dump = nil
@@ -266,6 +272,41 @@ func chooseSchema(ctx context.Context, in schemaInput) (schemaChoice, error) {
 	}
 	ch.findings = append(ch.findings, builtin...)
 	return ch, ctx.Err()
+}
+
+// ruleOlderTarget fails when the target's major version is older than the
+// source's (a downgrade) and the target refuses some of pg_dump's schema,
+// naming each object and the target's error (issue 32). The schema is
+// dumped and each of its entries tried on the target in a transaction
+// rolled back (schemadump.TrialSchema): what an older version lacks is
+// not a list pgsync could keep true, the target's own answer is. An empty
+// item: not a downgrade.
+func ruleOlderTarget(ctx context.Context, in schemaInput, d *schemadump.Scope, srcMajor int) CheckItem {
+	var tgtMajor int
+	if err := in.tgt.QueryRow(ctx, "SELECT current_setting('server_version_num')::int / 10000").Scan(&tgtMajor); err != nil {
+		return failItem(itemOlderTarget, fmt.Errorf("read the target's version: %w", err))
+	}
+	if tgtMajor >= srcMajor {
+		return CheckItem{}
+	}
+	trial := *d // bootstrap dumps again into its own scope
+	if err := trial.Dump(ctx, in.opts.SourceURL); err != nil {
+		return failItem(itemOlderTarget, err)
+	}
+	if err := trial.ReadTOC(ctx, in.src, in.tgt, in.publication); err != nil {
+		return failItem(itemOlderTarget, err)
+	}
+	refused, err := trial.TrialSchema(ctx, in.tgt)
+	switch {
+	case err != nil:
+		return failItem(itemOlderTarget, err)
+	case len(refused) > 0:
+		return CheckItem{Item: itemOlderTarget, Status: CheckFail,
+			Detail: fmt.Sprintf("PostgreSQL %d cannot hold %d object(s) of the PostgreSQL %d source's schema: %s", tgtMajor, len(refused), srcMajor, strings.Join(refused, "; ")),
+			Fix:    "change or drop them on the source (or move to a target of PostgreSQL " + fmt.Sprint(srcMajor) + " or newer), then rerun pgsync check"}
+	}
+	return CheckItem{Item: itemOlderTarget, Status: CheckOK,
+		Detail: fmt.Sprintf("PostgreSQL %d, older than the source (%d): it took each of the schema's %d entries, tried in a transaction rolled back", tgtMajor, srcMajor, len(trial.PreData)+len(trial.PostData))}
 }
 
 // findPgDump finds job.pg_dump and the pg_restore beside it, and says why

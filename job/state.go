@@ -42,6 +42,9 @@ var (
 	// ErrLargeObjectsInTheWay: the target has large objects of its own
 	// with the OIDs of the source's.
 	ErrLargeObjectsInTheWay = errors.New("target large objects in the way")
+	// ErrOlderTarget: the target's major version is older than the
+	// source's and refuses objects of the source's schema (issue 32).
+	ErrOlderTarget = errors.New("the older target cannot hold the source's schema")
 	// ErrMissingExtension: an extension the job's schema needs is not
 	// installed on the target's server, or a column's type or collation
 	// needs one the built-in creator does not create.

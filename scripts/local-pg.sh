@@ -16,6 +16,8 @@ source_port=${PGSYNC_SOURCE_PORT:-55432}
 target_port=${PGSYNC_TARGET_PORT:-55433}
 
 bash "$here/install-pg.sh" >/dev/null
+# shellcheck source=pg-conf.sh
+. "$here/pg-conf.sh"
 bindir=""
 for d in /usr/lib/postgresql/15/bin /usr/lib/postgresql/*/bin; do
   [ -x "$d/initdb" ] && { bindir=$d; break; }
@@ -35,31 +37,7 @@ init_cluster() { # name port role
   if [ ! -f "$data/PG_VERSION" ]; then
     as_owner "$bindir/initdb" -D "$data" -U postgres --auth=trust -E UTF8 --locale=C.UTF-8 >"$dir/$1-initdb.log" 2>&1 ||
       { cat "$dir/$1-initdb.log" >&2; exit 1; }
-    {
-      echo "listen_addresses = '127.0.0.1'"
-      echo "port = $port"
-      echo "unix_socket_directories = '$dir'"
-      echo "shared_buffers = 256MB"
-      echo "fsync = on"
-      echo "max_connections = 200"
-      echo "max_wal_senders = 40"
-      echo "max_replication_slots = 40"
-      echo "max_worker_processes = 40"
-      echo "max_logical_replication_workers = 30"
-      echo "max_sync_workers_per_subscription = 2"
-      echo "wal_sender_timeout = 30s"
-      echo "log_min_messages = warning"
-      # The database and application_name of each line: a test finds the
-      # errors of its own databases among those of tests run beside it.
-      echo "log_line_prefix = '%m [%p] %qdb=%d app=%a: '"
-      if [ "$role" = source ]; then
-        echo "wal_level = logical"
-        echo "max_slot_wal_keep_size = 4GB"
-      else
-        # The target takes part in native-replication benchmarks as subscriber.
-        echo "wal_level = logical"
-      fi
-    } >>"$data/postgresql.conf"
+    pg_cluster_conf "$port" "$dir" "$role" 15 >>"$data/postgresql.conf"
   fi
 }
 

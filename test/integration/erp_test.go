@@ -10,90 +10,14 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/pgsync/pgsync/test/fixture"
 )
 
-// erpDDL is a database shaped like an ERP application's (issue 22): several
-// schemas, five extensions used by keys, columns and indexes, domains,
-// enums and composite types across schemas, xml, identity columns, foreign
-// keys with cascades, a trigger, a partitioned table, a schema that holds
-// only views, a materialized view, a function whose body has a line
-// beginning with a backslash, comments on every kind of object, grants and
-// default privileges to role, a table without a key given REPLICA
-// IDENTITY FULL, and large objects (one of 1.4 MB, over a chunk; one
-// owned by role, one readable by it).
+// erpDDL is the ERP fixture (issue 22), schema and rows: see
+// fixture.ERPSchema.
 func erpDDL(role string) string {
-	return `
-CREATE EXTENSION citext; CREATE EXTENSION hstore; CREATE EXTENSION ltree; CREATE EXTENSION pg_trgm; CREATE EXTENSION "uuid-ossp";
-CREATE SCHEMA person; CREATE SCHEMA sales; CREATE SCHEMA production; CREATE SCHEMA reporting;
-COMMENT ON SCHEMA sales IS 'orders and their lines';
-CREATE DOMAIN person.email AS citext CHECK (VALUE ~ '@');
-COMMENT ON DOMAIN person.email IS 'an address';
-CREATE TYPE person.address AS (street text, city text, zip text);
-COMMENT ON TYPE person.address IS 'postal';
-CREATE TYPE sales.status AS ENUM ('open', 'paid', 'shipped', 'cancelled');
-COMMENT ON TYPE sales.status IS 'order status';
-CREATE TABLE person.people (
-  login citext PRIMARY KEY, email person.email NOT NULL, home person.address, attrs hstore, path ltree,
-  uid uuid NOT NULL DEFAULT uuid_generate_v4() UNIQUE, profile xml, created timestamptz NOT NULL DEFAULT now());
-COMMENT ON TABLE person.people IS 'everyone';
-COMMENT ON COLUMN person.people.login IS 'case-insensitive';
-CREATE INDEX people_path ON person.people USING gist (path);
-CREATE INDEX people_email_trgm ON person.people USING gin ((email::text) gin_trgm_ops);
-COMMENT ON INDEX person.people_path IS 'org tree';
-CREATE TABLE sales.orders (
-  id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, login citext NOT NULL REFERENCES person.people ON DELETE CASCADE ON UPDATE CASCADE,
-  status sales.status NOT NULL DEFAULT 'open', ship_to person.address, total numeric(12,2) NOT NULL DEFAULT 0, tags text[]);
-COMMENT ON TABLE sales.orders IS 'one row per order';
-COMMENT ON CONSTRAINT orders_login_fkey ON sales.orders IS 'cascades';
-CREATE INDEX orders_login ON sales.orders (login);
-CREATE TABLE sales.order_lines (
-  order_id bigint NOT NULL REFERENCES sales.orders ON DELETE CASCADE, line int NOT NULL, sku text NOT NULL, qty int NOT NULL CHECK (qty > 0),
-  PRIMARY KEY (order_id, line));
-CREATE TABLE sales.audit (at timestamptz NOT NULL DEFAULT now(), order_id bigint, what text);
-ALTER TABLE sales.audit REPLICA IDENTITY FULL;
-COMMENT ON TABLE sales.audit IS 'no key: replica identity full';
-CREATE FUNCTION sales.audit_order() RETURNS trigger LANGUAGE plpgsql AS $$
-BEGIN
-  INSERT INTO sales.audit (order_id, what) VALUES (NEW.id, TG_OP);
-  RETURN NEW;
-END $$;
-COMMENT ON FUNCTION sales.audit_order() IS 'writes sales.audit';
-CREATE TRIGGER orders_audit AFTER INSERT OR UPDATE ON sales.orders FOR EACH ROW EXECUTE FUNCTION sales.audit_order();
-COMMENT ON TRIGGER orders_audit ON sales.orders IS 'audit';
-CREATE FUNCTION production.backslash() RETURNS text LANGUAGE sql AS $$ SELECT '
-\this line begins with a backslash' $$;
-CREATE TABLE production.products (sku text PRIMARY KEY, name citext NOT NULL, path ltree, specs hstore, doc xml);
-CREATE INDEX products_name_trgm ON production.products USING gin (name gin_trgm_ops);
-CREATE TABLE production.readings (sensor int NOT NULL, at date NOT NULL, value float8, PRIMARY KEY (sensor, at)) PARTITION BY RANGE (at);
-CREATE TABLE production.readings_2025 PARTITION OF production.readings FOR VALUES FROM ('2025-01-01') TO ('2026-01-01');
-CREATE TABLE production.readings_2026 PARTITION OF production.readings FOR VALUES FROM ('2026-01-01') TO ('2027-01-01');
-CREATE INDEX readings_value ON production.readings (value);
-CREATE VIEW reporting.open_orders AS SELECT o.id, p.email FROM sales.orders o JOIN person.people p ON p.login = o.login WHERE o.status = 'open';
-COMMENT ON VIEW reporting.open_orders IS 'to ship';
-CREATE MATERIALIZED VIEW reporting.totals AS SELECT login, sum(total) AS total FROM sales.orders GROUP BY login;
-CREATE UNIQUE INDEX totals_login ON reporting.totals (login);
-ALTER DEFAULT PRIVILEGES IN SCHEMA sales GRANT SELECT ON TABLES TO ` + role + `;
-GRANT USAGE ON SCHEMA sales, reporting TO ` + role + `;
-GRANT SELECT ON sales.orders, reporting.open_orders TO ` + role + `;
-GRANT SELECT (login, email) ON person.people TO ` + role + `;
-INSERT INTO person.people (login, email, home, attrs, path, profile)
-  SELECT 'User' || i, 'user' || i || '@example.com', ROW(i || ' Main St', 'Town' || i % 7, lpad(i::text, 5, '0'))::person.address,
-         hstore('tier', (i % 3)::text), text2ltree('org.dept' || i % 5 || '.team' || i % 11), xmlparse(content '<p id="' || i || '"/>')
-  FROM generate_series(1, 300) i;
-INSERT INTO sales.orders (login, status, total, tags)
-  SELECT 'user' || (i % 300 + 1), (ARRAY['open', 'paid', 'shipped']::sales.status[])[i % 3 + 1], i * 1.5, ARRAY['t' || i % 4]
-  FROM generate_series(1, 1500) i;
-INSERT INTO sales.order_lines SELECT o.id, l, 'SKU' || (o.id * l) % 97, l FROM sales.orders o, generate_series(1, 3) l;
-INSERT INTO production.products SELECT 'SKU' || i, 'Product ' || i, text2ltree('cat' || i % 4), hstore('color', 'c' || i % 5), xmlparse(content '<spec n="' || i || '"/>')
-  FROM generate_series(0, 96) i;
-INSERT INTO production.readings SELECT s, '2025-06-01'::date + d, s * d FROM generate_series(1, 10) s, generate_series(0, 400) d;
-REFRESH MATERIALIZED VIEW reporting.totals;
-SELECT lo_from_bytea(1001, convert_to(repeat('contract ', 100), 'UTF8'));
-SELECT lo_from_bytea(1002, decode(repeat('00ff', 700000), 'hex'));
-SELECT lo_from_bytea(1003, 'removed after bootstrap');
-ALTER LARGE OBJECT 1001 OWNER TO ` + role + `;
-GRANT SELECT ON LARGE OBJECT 1002 TO ` + role + `;
-`
+	return fixture.ERPSchema(role) + fixture.ERPData(role)
 }
 
 // erpTables are the ERP fixture's tables, compared row by row.
@@ -111,15 +35,7 @@ func erpWrites(t *testing.T, url string, stop <-chan struct{}, wrote *atomic.Int
 			return
 		default:
 		}
-		for _, sql := range []string{
-			fmt.Sprintf(`INSERT INTO person.people (login, email, attrs, path) VALUES ('New%d', 'new%d@example.com', 'k=>%d', 'org.new') ON CONFLICT DO NOTHING`, i, i, i),
-			fmt.Sprintf(`INSERT INTO sales.orders (login, total, ship_to) VALUES ('new%d', %d, ROW('x', 'y', 'z'))`, i, i),
-			fmt.Sprintf(`UPDATE sales.orders SET status = 'paid', tags = tags || 'w%d'::text WHERE id = %d`, i, i%1500+1),
-			fmt.Sprintf(`UPDATE person.people SET login = 'Moved%d' WHERE login = 'user%d'`, i, i%300+1),
-			fmt.Sprintf(`DELETE FROM person.people WHERE login = 'user%d'`, (i*7)%300+1),
-			fmt.Sprintf(`INSERT INTO production.readings VALUES (%d, '2026-03-01'::date + %d, %d) ON CONFLICT DO NOTHING`, 100+i%5, i, i),
-			fmt.Sprintf(`UPDATE production.products SET specs = specs || hstore('w', '%d') WHERE sku = 'SKU%d'`, i, i%97),
-		} {
+		for _, sql := range fixture.ERPWrite(i) {
 			if _, err := c.Exec(context.Background(), sql); err != nil {
 				t.Errorf("source write: %v\n%s", err, sql)
 				return
