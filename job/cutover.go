@@ -212,7 +212,13 @@ func (r *cutoverRun) wait(ctx context.Context) error {
 	deadline := waitStart.Add(o.Timeout)
 	var applied pglogrepl.LSN
 	reached := func(ctx context.Context) (bool, error) {
-		now, _, err := j.appliedAndHead(ctx)
+		// The check before the lock found the job ready: each poll reads
+		// its position in one round trip (ledger.ReadPosition).
+		prog, err := ledger.ReadPosition(ctx, j.tgt, j.opts.Job)
+		if err != nil {
+			return false, err
+		}
+		now, _, err := j.appliedFrom(ctx, prog.LSN)
 		if err != nil {
 			return false, err
 		}
@@ -404,6 +410,12 @@ func (j *Job) appliedAndHead(ctx context.Context) (applied, head pglogrepl.LSN, 
 	if err != nil {
 		return 0, 0, err
 	}
+	return j.appliedFrom(ctx, prog.LSN)
+}
+
+// appliedFrom is appliedAndHead for a job whose target has applied up to
+// progress.
+func (j *Job) appliedFrom(ctx context.Context, progress pglogrepl.LSN) (applied, head pglogrepl.LSN, err error) {
 	slot, err := replication.Status(ctx, j.src, j.names)
 	if err != nil {
 		return 0, 0, err
@@ -411,7 +423,7 @@ func (j *Job) appliedAndHead(ctx context.Context) (applied, head pglogrepl.LSN, 
 	if !slot.Exists {
 		return 0, 0, fmt.Errorf("job %s: %w", j.opts.Job, replication.ErrSlotMissing)
 	}
-	return max(prog.LSN, slot.ConfirmedFlushLSN), slot.CurrentWALLSN, nil
+	return max(progress, slot.ConfirmedFlushLSN), slot.CurrentWALLSN, nil
 }
 
 // lockRoles makes roles read-only on the source for new sessions, all or

@@ -50,6 +50,14 @@ func ReadProgress(ctx context.Context, conn Querier, job string) (Progress, erro
 	if exists, err := hasTable(ctx, conn, "progress"); err != nil || !exists {
 		return p, cmp.Or(err, ErrNoProgress)
 	}
+	return ReadPosition(ctx, conn, job)
+}
+
+// ReadPosition is ReadProgress where pgsync.progress is known to exist
+// (Ensure or Upgrade found the ledger): one round trip, for the polls of
+// cutover's wait, which the write gap holds.
+func ReadPosition(ctx context.Context, conn Querier, job string) (Progress, error) {
+	p := Progress{Job: job}
 	// Through to_jsonb, so that a table an earlier release made, without
 	// source_commit_time, reads too (status does not migrate the ledger).
 	err := conn.QueryRow(ctx, `SELECT state, lsn, (to_jsonb(p) ->> 'source_commit_time')::timestamptz
