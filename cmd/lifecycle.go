@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"strings"
 	"time"
 
@@ -29,6 +30,8 @@ func jobOptions(cfg *config.Config) job.Options {
 		CopyRangeBytes:    cfg.Tuning.CopyRangeBytes,
 		PgDump:            cfg.PgDump,
 		DDLCapture:        cfg.DDL == config.DDLCapture,
+		// Hidden, for tests: the path of sources older than 14 on any.
+		DDLTablePath: os.Getenv("PGSYNC_DDL_TABLE_PATH") == "1",
 	}
 }
 

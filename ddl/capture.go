@@ -34,11 +34,16 @@ import (
 // the first (issue 31, point 3). Then, once per statement string
 // (statements.go), it emits the signed record with
 // pg_logical_emit_message(true, ...): transactional, it is decoded inside
-// the transaction that ran the DDL, at its place.
+// the transaction that ran the DDL, at its place. A source older than
+// PostgreSQL 14 gets the record as a row of pgsync.ddl instead (insertRow,
+// the table path), which the dispatcher turns back into the message it
+// stands for.
 
 // functionSQL is the capture function; %[1]s is the job, %[2]s the
 // publication as a literal, %[3]s and %[4]s the patterns' schema and name
-// LIKE patterns as array literals.
+// LIKE patterns as array literals, %[5]s how a signed record is sent
+// (emitMessage or insertRow, up to the record's text and a closing
+// parenthesis).
 const functionSQL = `CREATE OR REPLACE FUNCTION pgsync.ddl_capture_%[1]s() RETURNS event_trigger
 LANGUAGE plpgsql SECURITY DEFINER AS $pgsync$
 DECLARE
@@ -109,7 +114,7 @@ BEGIN
         who := CASE WHEN current_setting('role') = 'none' THEN session_user::text ELSE current_setting('role') END;
         payload := json_build_object('job', '%[1]s', 'query', coalesce(current_query(), ''), 'search_path', caller_path,
                                      'role', who, 'tag', TG_TAG)::text;
-        PERFORM pg_logical_emit_message(true, '` + Prefix + `', json_build_object('payload', payload,
+        %[5]s json_build_object('payload', payload,
           'sig', encode(sha256(convert_to(signing_key || encode(sha256(convert_to(signing_key || payload, 'UTF8')), 'hex'), 'UTF8')), 'hex'))::text);
       END IF;
       IF cardinality(elsewhere) > 0 THEN
@@ -118,7 +123,7 @@ BEGIN
         who := CASE WHEN current_setting('role') = 'none' THEN session_user::text ELSE current_setting('role') END;
         payload := json_build_object('job', '%[1]s', 'query', coalesce(current_query(), ''), 'search_path', caller_path,
                                      'role', who, 'tag', TG_TAG, 'elsewhere', array_to_json(elsewhere))::text;
-        PERFORM pg_logical_emit_message(true, '` + Prefix + `', json_build_object('payload', payload,
+        %[5]s json_build_object('payload', payload,
           'sig', encode(sha256(convert_to(signing_key || encode(sha256(convert_to(signing_key || payload, 'UTF8')), 'hex'), 'UTF8')), 'hex'))::text);
       END IF;
     END IF;
@@ -126,6 +131,26 @@ BEGIN
   PERFORM pg_catalog.set_config('search_path', caller_path, true);
 END
 $pgsync$`
+
+// emitMessage sends a record as a transactional logical decoding message
+// (PostgreSQL 14+, whose pgoutput forwards them).
+const emitMessage = `PERFORM pg_logical_emit_message(true, '` + Prefix + `',`
+
+// insertRow sends a record as a row of pgsync.ddl, the table path of a
+// source older than PostgreSQL 14, whose pgoutput forwards no message: the
+// row is in the job's publication, and the insert, made at
+// ddl_command_end (after the command) in the DDL's own transaction, is
+// decoded at the statement's place among that transaction's changes,
+// exactly where the message would be. %[1]s is the job.
+const insertRow = `INSERT INTO pgsync.ddl (job, record) VALUES ('%[1]s',`
+
+// TableSchema and TableName name the source's table of the table path
+// (insertRow), as a Relation message names them.
+const TableSchema, TableName = "pgsync", "ddl"
+
+// TableRecordColumn is the column of pgsync.ddl that holds a record's
+// signed text, the content a message would carry.
+const TableRecordColumn = "record"
 
 // names are the capture's objects for job.
 func names(job string) (function, endTrigger, dropTrigger, rewriteTrigger string) {
@@ -135,8 +160,10 @@ func names(job string) (function, endTrigger, dropTrigger, rewriteTrigger string
 // Install creates (or replaces) job's capture on the source, for the
 // tables patterns (job.tables) and the job's publication. job is a plain
 // identifier (config's job name rule). Everything is created in one
-// transaction.
-func Install(ctx context.Context, conn *pgx.Conn, job, publication string, patterns []string) error {
+// transaction. A source older than PostgreSQL 14, or any source when
+// forceTable is set (PGSYNC_DDL_TABLE_PATH=1, for tests), gets the table
+// path (insertRow): table pgsync.ddl, added to the publication.
+func Install(ctx context.Context, conn *pgx.Conn, job, publication string, patterns []string, forceTable bool) error {
 	var schemas, tables []string
 	for _, p := range patterns {
 		s, t, err := pattern.Parse(p)
@@ -149,22 +176,33 @@ func Install(ctx context.Context, conn *pgx.Conn, job, publication string, patte
 	if _, err := rand.Read(keyBytes); err != nil {
 		return fmt.Errorf("install the DDL capture: signing key: %w", err)
 	}
+	var version int
+	if err := conn.QueryRow(ctx, "SELECT current_setting('server_version_num')::int").Scan(&version); err != nil {
+		return fmt.Errorf("install the DDL capture of job %s: read the source's version: %w", job, err)
+	}
+	send, table := emitMessage, forceTable || version < 140000
+	var tableSQL []string
+	if table {
+		send = fmt.Sprintf(insertRow, job)
+		tableSQL = tablePathSQL(publication)
+	}
 	fn, end, drop, rewrite := names(job)
-	sql := strings.Join([]string{
+	sql := strings.Join(append(append([]string{
 		"CREATE SCHEMA IF NOT EXISTS pgsync",
 		"CREATE TABLE IF NOT EXISTS pgsync.ddl_keys (job text PRIMARY KEY, key text NOT NULL)",
 		"REVOKE ALL ON pgsync.ddl_keys FROM PUBLIC",
 		// A key kept from an earlier install: a run streaming records it
 		// signed still checks them.
 		fmt.Sprintf("INSERT INTO pgsync.ddl_keys VALUES ('%s', '%s') ON CONFLICT (job) DO NOTHING", job, hex.EncodeToString(keyBytes)),
-		fmt.Sprintf(functionSQL, job, catalog.QuoteLiteral(publication), arrayLiteral(schemas), arrayLiteral(tables)),
+	}, tableSQL...),
+		fmt.Sprintf(functionSQL, job, catalog.QuoteLiteral(publication), arrayLiteral(schemas), arrayLiteral(tables), send),
 		fmt.Sprintf("DROP EVENT TRIGGER IF EXISTS %s", end),
 		fmt.Sprintf("DROP EVENT TRIGGER IF EXISTS %s", drop),
 		fmt.Sprintf("DROP EVENT TRIGGER IF EXISTS %s", rewrite),
 		fmt.Sprintf("CREATE EVENT TRIGGER %s ON ddl_command_end EXECUTE FUNCTION %s()", end, fn),
 		fmt.Sprintf("CREATE EVENT TRIGGER %s ON sql_drop EXECUTE FUNCTION %s()", drop, fn),
 		fmt.Sprintf("CREATE EVENT TRIGGER %s ON table_rewrite EXECUTE FUNCTION %s()", rewrite, fn),
-	}, ";\n")
+	), ";\n")
 	tx, err := conn.Begin(ctx)
 	if err != nil {
 		return fmt.Errorf("install the DDL capture of job %s: %w", job, err)
@@ -179,16 +217,37 @@ func Install(ctx context.Context, conn *pgx.Conn, job, publication string, patte
 	return nil
 }
 
+// tablePathSQL creates pgsync.ddl, shared by the jobs of the source (each
+// applies its own records), and adds it to publication unless it is there
+// (a resumed bootstrap installs again). Its rows stay until teardown
+// (Remove): one per captured statement, a few hundred bytes each, and
+// deleting them as they are applied would need run to write on the
+// source. The primary key is its replica identity: a DELETE an operator
+// runs on it is then published, not refused, and run ignores it.
+func tablePathSQL(publication string) []string {
+	return []string{
+		"CREATE TABLE IF NOT EXISTS pgsync.ddl (seq bigserial PRIMARY KEY, job text NOT NULL, " + TableRecordColumn + " text NOT NULL)",
+		"REVOKE ALL ON pgsync.ddl FROM PUBLIC",
+		fmt.Sprintf(`DO $$ BEGIN
+  IF NOT EXISTS (SELECT 1 FROM pg_publication_rel r JOIN pg_publication p ON p.oid = r.prpubid
+                 WHERE p.pubname = %s AND r.prrelid = 'pgsync.ddl'::regclass) THEN
+    ALTER PUBLICATION %s ADD TABLE pgsync.ddl;
+  END IF;
+END $$`, catalog.QuoteLiteral(publication), catalog.QuoteIdent(publication)),
+	}
+}
+
 // Remove drops job's capture from the source: its event triggers, its
-// function and its key, then pgsync.ddl_keys and schema pgsync when
-// nothing else is left in them. What is missing is fine, and a source
+// function, its key and its rows of pgsync.ddl (the table path), then
+// pgsync.ddl_keys, pgsync.ddl and schema pgsync when nothing else is left
+// in them. What is missing is fine, and a source
 // where none was installed is not touched (dropping an event trigger
 // needs a superuser).
 func Remove(ctx context.Context, conn *pgx.Conn, job string) error {
 	fn, end, drop, rewrite := names(job)
 	var installed bool
 	if err := conn.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_event_trigger WHERE evtname IN ($1, $2, $4))
-  OR to_regprocedure($3) IS NOT NULL OR to_regclass('pgsync.ddl_keys') IS NOT NULL`, end, drop, fn+"()", rewrite).Scan(&installed); err != nil {
+  OR to_regprocedure($3) IS NOT NULL OR to_regclass('pgsync.ddl_keys') IS NOT NULL OR to_regclass('pgsync.ddl') IS NOT NULL`, end, drop, fn+"()", rewrite).Scan(&installed); err != nil {
 		return fmt.Errorf("look up the DDL capture of job %s: %w", job, err)
 	}
 	if !installed {
@@ -203,6 +262,10 @@ func Remove(ctx context.Context, conn *pgx.Conn, job string) error {
   IF to_regclass('pgsync.ddl_keys') IS NOT NULL THEN
     DELETE FROM pgsync.ddl_keys WHERE job = '` + job + `';
     IF NOT EXISTS (SELECT 1 FROM pgsync.ddl_keys) THEN DROP TABLE pgsync.ddl_keys; END IF;
+  END IF;
+  IF to_regclass('pgsync.ddl') IS NOT NULL THEN
+    DELETE FROM pgsync.ddl WHERE job = '` + job + `';
+    IF NOT EXISTS (SELECT 1 FROM pgsync.ddl) THEN DROP TABLE pgsync.ddl; END IF;
   END IF;
 END $$`,
 	}, ";\n")
@@ -219,26 +282,42 @@ END $$`,
 	return nil
 }
 
-// ReadKey reads job's signing key from the source: run checks each
-// record's signature with it. "" when no capture was installed.
-func ReadKey(ctx context.Context, conn *pgx.Conn, job string) (string, error) {
-	var key string
-	err := conn.QueryRow(ctx, `SELECT coalesce((SELECT key FROM pgsync.ddl_keys WHERE job = $1), '')
-WHERE to_regclass('pgsync.ddl_keys') IS NOT NULL`, job).Scan(&key)
+// Installed is what a job's capture on the source is: run reads it from
+// the source rather than deciding again, so that it takes the records the
+// way bootstrap installed them.
+type Installed struct {
+	// Key is the job's signing key: run checks each record's signature
+	// with it. "" when no capture was installed.
+	Key string
+	// Table: the records are rows of pgsync.ddl, in the job's publication
+	// (the table path), not messages.
+	Table bool
+}
+
+// ReadInstalled reads job's capture from the source, publication being
+// the job's.
+func ReadInstalled(ctx context.Context, conn *pgx.Conn, job, publication string) (Installed, error) {
+	var in Installed
+	err := conn.QueryRow(ctx, `SELECT coalesce((SELECT key FROM pgsync.ddl_keys WHERE job = $1), ''),
+  EXISTS (SELECT 1 FROM pg_publication_rel r JOIN pg_publication p ON p.oid = r.prpubid
+          WHERE p.pubname = $2 AND r.prrelid = to_regclass('pgsync.ddl'))
+WHERE to_regclass('pgsync.ddl_keys') IS NOT NULL`, job, publication).Scan(&in.Key, &in.Table)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return "", nil
+		return Installed{}, nil
 	}
 	if err != nil {
-		return "", fmt.Errorf("read the DDL capture's key of job %s: %w", job, err)
+		return Installed{}, fmt.Errorf("read the DDL capture of job %s: %w", job, err)
 	}
-	return key, nil
+	return in, nil
 }
 
 // Capability says whether the source's user can install the capture: a
-// source of PostgreSQL 14 or later (pgoutput sends messages from 14), and
-// a superuser (event triggers), or rds_superuser / cloudsqlsuperuser on
-// the managed services that let those create them. problem is "" when it
-// can; fix says what to grant.
+// source of PostgreSQL 13 or later (from 14 the records travel as
+// messages, which pgoutput sends from 14 on; on 13 as rows of pgsync.ddl;
+// the capture function uses PostgreSQL 13's pg_current_xact_id), and a
+// superuser (event triggers), or rds_superuser / cloudsqlsuperuser on the
+// managed services that let those create them. problem is "" when it can;
+// fix says what to grant.
 func Capability(ctx context.Context, conn *pgx.Conn) (detail, problem, fix string, err error) {
 	var version int
 	var user string
@@ -249,14 +328,18 @@ func Capability(ctx context.Context, conn *pgx.Conn) (detail, problem, fix strin
 		Scan(&version, &user, &super, &managed); err != nil {
 		return "", "", "", fmt.Errorf("read the source's version and user: %w", err)
 	}
+	path := ""
+	if version < 140000 {
+		path = fmt.Sprintf(", and the statements travel as rows of table pgsync.ddl, in the publication (PostgreSQL %d's pgoutput sends no messages)", version/10000)
+	}
 	switch {
-	case version < 140000:
-		return "", fmt.Sprintf("the source is PostgreSQL %d: pgoutput sends logical decoding messages from PostgreSQL 14 on, and the table path for older sources is not built yet", version/10000),
+	case version < 130000:
+		return "", fmt.Sprintf("the source is PostgreSQL %d: the DDL capture needs PostgreSQL 13 or later", version/10000),
 			`set job.ddl = "stop" and repeat the schema changes on the target by hand (docs/operations.md)`, nil
 	case super:
-		return fmt.Sprintf("user %s is a superuser: bootstrap installs the event triggers in schema pgsync", user), "", "", nil
+		return fmt.Sprintf("user %s is a superuser: bootstrap installs the event triggers in schema pgsync%s", user, path), "", "", nil
 	case managed:
-		return fmt.Sprintf("user %s is a member of the managed service's superuser role: bootstrap installs the event triggers in schema pgsync", user), "", "", nil
+		return fmt.Sprintf("user %s is a member of the managed service's superuser role: bootstrap installs the event triggers in schema pgsync%s", user, path), "", "", nil
 	}
 	return "", fmt.Sprintf("user %s is not a superuser, and creating event triggers needs one", user),
 		"ALTER ROLE " + catalog.QuoteIdent(user) + ` SUPERUSER (or rds_superuser / cloudsqlsuperuser on a managed service), or set job.ddl = "stop"`, nil

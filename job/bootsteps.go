@@ -183,7 +183,7 @@ func (r *bootstrapRun) createPublication(ctx context.Context) error {
 // installCapture installs (or replaces) the job's DDL capture on the
 // source (package ddl); check's "ddl capture" item passed.
 func (r *bootstrapRun) installCapture(ctx context.Context) error {
-	return ddl.Install(ctx, r.j.src, r.j.opts.Job, r.j.names.Publication, r.j.opts.Tables)
+	return ddl.Install(ctx, r.j.src, r.j.opts.Job, r.j.names.Publication, r.j.opts.Tables, r.j.opts.DDLTablePath)
 }
 
 func (r *bootstrapRun) publishTablesLeft(ctx context.Context) error {

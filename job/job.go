@@ -44,6 +44,11 @@ type Options struct {
 	// captured statements in order (package ddl). Off, the source's schema
 	// changes stop run as before.
 	DDLCapture bool
+	// DDLTablePath makes bootstrap install the capture's table path
+	// (rows of pgsync.ddl) on a source of PostgreSQL 14 or later too,
+	// where messages are the default: PGSYNC_DDL_TABLE_PATH=1, so that
+	// tests cover the path of older sources on any server.
+	DDLTablePath bool
 }
 
 // Job is one job with a connection to each side. A Job is used by one

@@ -173,8 +173,10 @@ func prepareTarget(ctx context.Context, opts Options, skipDDL []pglogrepl.LSN) e
 var ErrNoDDLCapture = errors.New(`the job does not capture DDL (job.ddl is not "capture")`)
 
 // captureOptions sets the options of job.ddl = "capture": the session
-// asks for messages, and the Applier applies the captured statements,
-// checking their signature with the key read from the source now.
+// asks for messages, or, when bootstrap installed the table path (a
+// source older than 14), takes the rows of pgsync.ddl for them, and the
+// Applier applies the captured statements, checking their signature with
+// the key read from the source now.
 func captureOptions(ctx context.Context, opts Options, so *replication.SessionOptions, ao *apply.Options) error {
 	if !opts.DDLCapture {
 		return nil
@@ -184,14 +186,14 @@ func captureOptions(ctx context.Context, opts Options, so *replication.SessionOp
 		return err
 	}
 	defer conn.Close(context.WithoutCancel(ctx))
-	key, err := ddl.ReadKey(ctx, conn, opts.Job)
+	in, err := ddl.ReadInstalled(ctx, conn, opts.Job, so.Publication)
 	if err != nil {
 		return err
 	}
-	if key == "" {
+	if in.Key == "" {
 		return fmt.Errorf("job %s: %w", opts.Job, ErrDDLCaptureMissing)
 	}
-	so.Messages, ao.DDL, ao.DDLKey = true, true, key
+	so.Messages, so.DDLTable, ao.DDL, ao.DDLKey = !in.Table, in.Table, true, in.Key
 	return nil
 }
 

@@ -416,3 +416,19 @@ func DecodeMessage(msg []byte) (Message, error) {
 	m.Content = r.bytes(int(r.u32()))
 	return m, r.done("message")
 }
+
+// AppendMessage appends m to dst as a Message message of protocol version
+// 1's form, the inverse of DecodeMessage: the dispatcher turns a row of the
+// DDL capture's table path into the message it stands for, so that a
+// spool holds it as such.
+func AppendMessage(dst []byte, m Message) []byte {
+	var flags byte
+	if m.Transactional {
+		flags = 1
+	}
+	dst = append(dst, MsgMessage, flags)
+	dst = binary.BigEndian.AppendUint64(dst, uint64(m.LSN))
+	dst = append(append(dst, m.Prefix...), 0)
+	dst = binary.BigEndian.AppendUint32(dst, uint32(len(m.Content)))
+	return append(dst, m.Content...)
+}

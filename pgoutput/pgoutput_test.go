@@ -190,7 +190,8 @@ func decodeAny(m []byte, c *pgoutput.Change) error {
 }
 
 // TestDecodeMessage: a logical decoding message's flags, LSN, prefix and
-// content, transactional or not, empty content included.
+// content, transactional or not, empty content included; AppendMessage
+// encodes it back.
 func TestDecodeMessage(t *testing.T) {
 	for _, tc := range []struct {
 		transactional bool
@@ -201,9 +202,14 @@ func TestDecodeMessage(t *testing.T) {
 		{true, 0x1_0000_0040, "pgsync_ddl", `{"query":"ALTER TABLE t ADD c int"}`},
 		{false, 0x20, "other", ""},
 	} {
-		m, err := pgoutput.DecodeMessage(ot.Message(tc.transactional, tc.lsn, tc.prefix, []byte(tc.content)))
+		wire := ot.Message(tc.transactional, tc.lsn, tc.prefix, []byte(tc.content))
+		m, err := pgoutput.DecodeMessage(wire)
 		if err != nil || m.Transactional != tc.transactional || uint64(m.LSN) != tc.lsn || m.Prefix != tc.prefix || string(m.Content) != tc.content {
 			t.Errorf("message = %+v (content %q), %v; want %+v", m, m.Content, err, tc)
+		}
+		// AppendMessage is its inverse, byte for byte.
+		if got := pgoutput.AppendMessage([]byte("x"), m); string(got) != "x"+string(wire) {
+			t.Errorf("AppendMessage(%+v) = %q, want %q", m, got[1:], wire)
 		}
 	}
 }

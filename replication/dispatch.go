@@ -56,6 +56,11 @@ type dispatcher struct {
 	// holdAt and held: SessionOptions.HoldAt and Held (hold.go).
 	holdAt func() pglogrepl.LSN
 	held   func(ctx context.Context, at pglogrepl.LSN) error
+	// ddlTable: SessionOptions.DDLTable; ddlRelations are the relation
+	// IDs of pgsync.ddl the source described, with the index of its record
+	// column (ddltable.go).
+	ddlTable     bool
+	ddlRelations map[uint32]int
 }
 
 // run is the dispatcher's loop. ctx bounds every round trip to the target.
@@ -208,6 +213,9 @@ func (d *dispatcher) handleData(ctx context.Context, msg []byte) error {
 		if err != nil {
 			return err
 		}
+		if d.noteDDLRelation(r) {
+			return nil
+		}
 		d.noteRelation(r.ID, msg)
 		return d.app.Relation(ctx, r)
 	case pgoutput.MsgInsert, pgoutput.MsgUpdate, pgoutput.MsgDelete:
@@ -219,6 +227,9 @@ func (d *dispatcher) handleData(ctx context.Context, msg []byte) error {
 		}
 		if err := pgoutput.DecodeChange(msg, &d.change); err != nil {
 			return err
+		}
+		if d.isDDLTable(d.change.RelationID) {
+			return d.ddlRow(ctx, &d.change)
 		}
 		d.stats.Rows.Add(1)
 		return d.app.Change(ctx, &d.change)
@@ -232,6 +243,9 @@ func (d *dispatcher) handleData(ctx context.Context, msg []byte) error {
 		t, err := pgoutput.DecodeTruncate(msg)
 		if err != nil {
 			return err
+		}
+		if t = d.withoutDDLTable(t); len(t.RelationIDs) == 0 {
+			return nil
 		}
 		return d.app.Truncate(ctx, t)
 	case pgoutput.MsgMessage:
@@ -254,6 +268,12 @@ func (d *dispatcher) message(ctx context.Context, msg []byte) error {
 	if !isDDL(m) {
 		return nil
 	}
+	return d.ddl(ctx, m)
+}
+
+// ddl hands the captured statement m to the Applier: received as a
+// message, or as a row of pgsync.ddl (ddltable.go).
+func (d *dispatcher) ddl(ctx context.Context, m pgoutput.Message) error {
 	if !d.inTxn {
 		return fmt.Errorf("pgoutput %s message at %s outside a transaction", ddl.Prefix, m.LSN)
 	}

@@ -67,9 +67,12 @@ func CreatePublication(ctx context.Context, conn *pgx.Conn, n Names, tables []ca
 	return nil
 }
 
-// PublishedTables returns the tables of the job's publication, sorted.
+// PublishedTables returns the tables of the job's publication, sorted,
+// but pgsync's own: pgsync.ddl, published for the DDL capture's table
+// path (package ddl), is none of the job's tables.
 func PublishedTables(ctx context.Context, conn *pgx.Conn, publication string) ([]catalog.TableName, error) {
-	rows, err := conn.Query(ctx, `SELECT schemaname::text, tablename::text FROM pg_publication_tables WHERE pubname = $1 ORDER BY 1, 2`, publication)
+	rows, err := conn.Query(ctx, `SELECT schemaname::text, tablename::text FROM pg_publication_tables
+WHERE pubname = $1 AND schemaname <> 'pgsync' ORDER BY 1, 2`, publication)
 	if err != nil {
 		return nil, fmt.Errorf("list tables of publication %s: %w", publication, err)
 	}

@@ -87,6 +87,12 @@ type SessionOptions struct {
 	// source's DDL in them (package ddl). Those of ddl.Prefix go to the
 	// Applier's DDL method, in order; any other is ignored.
 	Messages bool
+	// DDLTable takes the rows of the source's pgsync.ddl for those
+	// messages (the table path of job.ddl = "capture" on a source older
+	// than 14, ddl.Install): an insert there goes to the Applier's DDL
+	// method as the message it stands for, and nothing of that table is
+	// applied as data (ddltable.go).
+	DDLTable bool
 }
 
 // Stats counts applied work for progress lines and benchmarks.
@@ -225,7 +231,7 @@ func streamSession(ctx context.Context, conn *pgconn.PgConn, start pglogrepl.LSN
 	d := &dispatcher{app: app, pos: pos, stats: opts.Stats, resume: start,
 		queue: queue, sem: sem, maxInflight: opts.MaxInflightBytes, stop: stop,
 		spools: spools, abortedXids: opts.AbortedXids, log: opts.Logger, commitAloneThrough: opts.CommitAloneThrough,
-		holdAt: opts.HoldAt, held: opts.Held}
+		holdAt: opts.HoldAt, held: opts.Held, ddlTable: opts.DDLTable}
 	pauseQueued := opts.ReadPauseQueued
 	switch {
 	case pauseQueued == 0:

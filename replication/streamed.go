@@ -96,6 +96,11 @@ func (d *dispatcher) spool(ctx context.Context, msg []byte) error {
 	if msg[0] == pgoutput.MsgType {
 		return nil
 	}
+	if d.ddlTable {
+		if done, err := d.spoolDDLTable(ctx, xid, v1); done || err != nil {
+			return err
+		}
+	}
 	if msg[0] == pgoutput.MsgMessage {
 		// Only a captured statement is kept, for the replay at the
 		// commit; the transaction is applied there, not as it arrives
