@@ -114,6 +114,9 @@ func checkSource(ctx context.Context, c *Checks, opts Options, src *pgx.Conn) []
 		c.add("unlogged tables", CheckWarn, "skipped, logical replication cannot publish them: "+strings.Join(names, ", "), "ALTER TABLE ... SET LOGGED to include one")
 	}
 	checkReplicaIdentities(c, tables)
+	if found := rulePartitionedOn12(ctx, src, s.Major, tables); found.Item != "" {
+		*c = append(*c, found)
+	}
 	checkPublishing(ctx, c, src, s.User, tables)
 	if found := ruleDDLCapture(ctx, src, opts.DDLCapture); found.Item != "" {
 		*c = append(*c, found)
@@ -150,10 +153,14 @@ func checkSourceSettings(c *Checks, s replication.SourceSettings) {
 	} else {
 		c.add("REPLICATION", CheckFail, "user "+s.User+" lacks the REPLICATION attribute", "ALTER ROLE "+catalog.QuoteIdent(s.User)+" REPLICATION")
 	}
-	if s.MaxSlotWALKeepSizeMB < 0 {
+	switch {
+	case s.Major < 13:
+		c.add("max_slot_wal_keep_size", CheckWarn, fmt.Sprintf("PostgreSQL %d has no such limit (13 added it): a slot left behind (a stopped run) keeps WAL until the source's disk is full", s.Major),
+			"watch the slot's retained WAL with pgsync status while the job lasts, and drop the job (pgsync teardown) rather than leave it stopped")
+	case s.MaxSlotWALKeepSizeMB < 0:
 		c.add("max_slot_wal_keep_size", CheckWarn, "unlimited: a slot left behind (a stopped run) keeps WAL until the source's disk is full",
 			"set max_slot_wal_keep_size (e.g. to a quarter of the free WAL disk) and reload")
-	} else {
+	default:
 		c.add("max_slot_wal_keep_size", CheckOK, humanize.IBytes(uint64(s.MaxSlotWALKeepSizeMB)<<20), "")
 	}
 }
@@ -174,6 +181,39 @@ func checkReplicaIdentities(c *Checks, tables []catalog.Table) {
 		return
 	}
 	c.add("replica identity", CheckOK, "every table has a primary key or replica identity", "")
+}
+
+// rulePartitionedOn12 warns, on a source older than PostgreSQL 13, that
+// the job's partitioned tables are published through their leaf
+// partitions (12 cannot publish a partitioned table; see
+// replication.CreatePublication), so that a partition added after
+// bootstrap is not replicated until add-tables publishes it. From 13 on a
+// partitioned table's publication covers its future partitions. An
+// empty item: nothing to say.
+func rulePartitionedOn12(ctx context.Context, src *pgx.Conn, major int, tables []catalog.Table) CheckItem {
+	const item = "partitioned tables"
+	var partitioned, names []string
+	for i := range tables {
+		if tables[i].PartitionKey != "" {
+			partitioned = append(partitioned, tables[i].Ident())
+			names = append(names, tables[i].String())
+		}
+	}
+	if major >= 13 || len(partitioned) == 0 {
+		return CheckItem{}
+	}
+	leaves, err := replication.LeafPartitions(ctx, src, partitioned)
+	if err != nil {
+		return failItem(item, err)
+	}
+	leafNames := make([]string, len(leaves))
+	for i, l := range leaves {
+		leafNames[i] = l.String()
+	}
+	return CheckItem{Item: item, Status: CheckWarn,
+		Detail: fmt.Sprintf("PostgreSQL %d cannot publish a partitioned table: pgsync publishes the leaf partitions of %s in its place (%s); a partition created or attached after bootstrap is not replicated until it is published",
+			major, strings.Join(names, ", "), strings.Join(leafNames, ", ")),
+		Fix: "after adding a partition to the source, make job.tables match it and run pgsync add-tables (or move from a source of PostgreSQL 13 or newer)"}
 }
 
 // checkPublishing adds whether user may read every table and publish

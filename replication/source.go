@@ -23,30 +23,43 @@ import (
 
 // SourceSettings are the source settings and rights replication needs.
 type SourceSettings struct {
-	Version                 string
+	Version string
+	// Major is the source's major version (server_version_num / 10000):
+	// PostgreSQL 12 lacks max_slot_wal_keep_size and cannot publish a
+	// partitioned table.
+	Major                   int
 	WALLevel                string
 	MaxSlots, UsedSlots     int
 	MaxSenders, UsedSenders int
 	CanReplicate            bool // REPLICATION or superuser
 	User                    string
-	// MaxSlotWALKeepSizeMB is -1 when unlimited.
+	// MaxSlotWALKeepSizeMB is -1 when unlimited, and on PostgreSQL 12,
+	// which has no such limit.
 	MaxSlotWALKeepSizeMB int64
 }
 
 // ReadSourceSettings reads what pgsync check (and so bootstrap) judges.
 func ReadSourceSettings(ctx context.Context, conn *pgx.Conn) (SourceSettings, error) {
 	var s SourceSettings
+	// max_slot_wal_keep_size is read from pg_settings, not current_setting,
+	// so that PostgreSQL 12, which lacks it, answers NULL rather than an
+	// error in its log.
+	var keep *int64
 	err := conn.QueryRow(ctx, `
-SELECT current_setting('server_version'), current_setting('wal_level'),
+SELECT current_setting('server_version'), current_setting('server_version_num')::int / 10000, current_setting('wal_level'),
        current_setting('max_replication_slots')::int,
        (SELECT count(*) FROM pg_replication_slots)::int,
        current_setting('max_wal_senders')::int,
        (SELECT count(*) FROM pg_stat_replication)::int,
        (SELECT rolsuper OR rolreplication FROM pg_roles WHERE rolname = current_user), current_user::text,
        (SELECT setting::bigint FROM pg_settings WHERE name = 'max_slot_wal_keep_size')`).
-		Scan(&s.Version, &s.WALLevel, &s.MaxSlots, &s.UsedSlots, &s.MaxSenders, &s.UsedSenders, &s.CanReplicate, &s.User, &s.MaxSlotWALKeepSizeMB)
+		Scan(&s.Version, &s.Major, &s.WALLevel, &s.MaxSlots, &s.UsedSlots, &s.MaxSenders, &s.UsedSenders, &s.CanReplicate, &s.User, &keep)
 	if err != nil {
 		return s, fmt.Errorf("check source settings: %w", err)
+	}
+	s.MaxSlotWALKeepSizeMB = -1
+	if keep != nil {
+		s.MaxSlotWALKeepSizeMB = *keep
 	}
 	return s, nil
 }
@@ -58,9 +71,18 @@ type Names struct {
 	Publication string // pgsync_<job>
 }
 
-// CreatePublication creates the job's publication for exactly tables.
+// CreatePublication creates the job's publication for exactly tables (on
+// PostgreSQL 12, a partitioned table's leaf partitions in its place: see
+// publishable).
 func CreatePublication(ctx context.Context, conn *pgx.Conn, n Names, tables []catalog.Table) error {
-	sql := fmt.Sprintf("CREATE PUBLICATION %s FOR TABLE %s", catalog.QuoteIdent(n.Publication), tableList(tables))
+	idents, err := publishable(ctx, conn, tables)
+	if err != nil {
+		return fmt.Errorf("create publication %s: %w", n.Publication, err)
+	}
+	sql := "CREATE PUBLICATION " + catalog.QuoteIdent(n.Publication)
+	if len(idents) > 0 { // a partitioned table of 12 without partitions
+		sql += " FOR TABLE " + strings.Join(idents, ", ")
+	}
 	if _, err := conn.Exec(ctx, sql); err != nil {
 		return fmt.Errorf("create publication %s: %w", n.Publication, err)
 	}
@@ -121,29 +143,95 @@ func CreateTemporarySlot(ctx context.Context, conn *pgconn.PgConn, name string) 
 	return createSlot(ctx, conn, name, true)
 }
 
-// AddToPublication adds tables to the job's publication.
+// AddToPublication adds tables to the job's publication (on PostgreSQL 12,
+// a partitioned table's leaf partitions in its place: see publishable).
 func AddToPublication(ctx context.Context, conn *pgx.Conn, n Names, tables []catalog.Table) error {
-	list := tableList(tables)
-	sql := fmt.Sprintf("ALTER PUBLICATION %s ADD TABLE %s", catalog.QuoteIdent(n.Publication), list)
-	if _, err := conn.Exec(ctx, sql); err != nil {
-		return fmt.Errorf("add %s to publication %s: %w", list, n.Publication, err)
-	}
-	return nil
+	return alterPublication(ctx, conn, n, "ADD", tables)
 }
 
 // DropFromPublication takes tables out of the job's publication: the
 // source stops sending their changes from the next transaction.
 func DropFromPublication(ctx context.Context, conn *pgx.Conn, n Names, tables []catalog.Table) error {
-	list := tableList(tables)
-	sql := fmt.Sprintf("ALTER PUBLICATION %s DROP TABLE %s", catalog.QuoteIdent(n.Publication), list)
+	return alterPublication(ctx, conn, n, "DROP", tables)
+}
+
+// alterPublication adds (action ADD) or drops (DROP) tables.
+func alterPublication(ctx context.Context, conn *pgx.Conn, n Names, action string, tables []catalog.Table) error {
+	idents, err := publishable(ctx, conn, tables)
+	if err != nil {
+		return fmt.Errorf("alter publication %s %s table %s: %w", n.Publication, action, strings.Join(catalog.Idents(tables), ", "), err)
+	}
+	if len(idents) == 0 {
+		return nil
+	}
+	list := strings.Join(idents, ", ")
+	sql := fmt.Sprintf("ALTER PUBLICATION %s %s TABLE %s", catalog.QuoteIdent(n.Publication), action, list)
 	if _, err := conn.Exec(ctx, sql); err != nil {
-		return fmt.Errorf("drop %s from publication %s: %w", list, n.Publication, err)
+		return fmt.Errorf("alter publication %s %s table %s: %w", n.Publication, action, list, err)
 	}
 	return nil
 }
 
-// tableList is tables as a comma-separated list of quoted names.
-func tableList(tables []catalog.Table) string { return strings.Join(catalog.Idents(tables), ", ") }
+// publishable is the quoted names a publication of conn's server is given
+// for tables. From PostgreSQL 13 on, they are the tables themselves: a
+// partitioned table is published, and its changes are sent as its leaf
+// partitions' (publish_via_partition_root is left off), which is also what
+// pg_publication_tables lists. PostgreSQL 12 cannot publish a partitioned
+// table, so its leaf partitions are named in its place (read in one query
+// for all of them): the same changes, and the same pg_publication_tables.
+// A partition attached later is not published on 12 until add-tables adds
+// it; check warns of that.
+func publishable(ctx context.Context, conn *pgx.Conn, tables []catalog.Table) ([]string, error) {
+	var idents, partitioned []string
+	for i := range tables {
+		if tables[i].PartitionKey != "" && ServerMajor(conn.PgConn()) < 13 {
+			partitioned = append(partitioned, tables[i].Ident())
+			continue
+		}
+		idents = append(idents, tables[i].Ident())
+	}
+	if len(partitioned) == 0 {
+		return idents, nil
+	}
+	leaves, err := LeafPartitions(ctx, conn, partitioned)
+	if err != nil {
+		return nil, err
+	}
+	seen := make(map[string]bool, len(idents))
+	for _, id := range idents {
+		seen[id] = true
+	}
+	for _, leaf := range leaves {
+		if id := (pgx.Identifier{leaf.Schema, leaf.Name}).Sanitize(); !seen[id] {
+			seen[id] = true
+			idents = append(idents, id)
+		}
+	}
+	return idents, nil
+}
+
+// LeafPartitions returns the ordinary tables at the leaves of the
+// partitioned tables named (quoted, qualified), sorted; a foreign table
+// among the partitions cannot be published, and is left out.
+func LeafPartitions(ctx context.Context, conn *pgx.Conn, partitioned []string) ([]catalog.TableName, error) {
+	rows, err := conn.Query(ctx, `SELECT DISTINCT n.nspname::text, c.relname::text
+FROM unnest($1::text[]) t CROSS JOIN LATERAL pg_partition_tree(t::regclass) p
+JOIN pg_class c ON c.oid = p.relid JOIN pg_namespace n ON n.oid = c.relnamespace
+WHERE p.isleaf AND c.relkind = 'r'
+ORDER BY 1, 2`, partitioned)
+	if err != nil {
+		return nil, fmt.Errorf("list the partitions of %s: %w", strings.Join(partitioned, ", "), err)
+	}
+	leaves, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (catalog.TableName, error) {
+		var n catalog.TableName
+		err := row.Scan(&n.Schema, &n.Name)
+		return n, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list the partitions of %s: %w", strings.Join(partitioned, ", "), err)
+	}
+	return leaves, nil
+}
 
 // Exists reports whether the job's slot or publication exist on the source.
 func Exists(ctx context.Context, conn *pgx.Conn, n Names) (slot, publication bool, err error) {
@@ -177,7 +265,11 @@ const slotReleaseWait = 60 * time.Second
 // reconnecting, the walsender of the lost connection may still hold it for
 // a while; awaitSlot waits for it up to slotReleaseWait.
 func awaitSlot(ctx context.Context, conn *pgconn.PgConn, n Names, reconnecting bool, log *slog.Logger) error {
-	sql := "SELECT coalesce(active_pid, 0)::text, coalesce(wal_status, '') FROM pg_replication_slots WHERE slot_name = " + catalog.QuoteLiteral(n.Slot)
+	walStatus := "coalesce(wal_status, '')"
+	if ServerMajor(conn) < 13 { // no wal_status: a slot of 12 is never invalidated
+		walStatus = "''"
+	}
+	sql := "SELECT coalesce(active_pid, 0)::text, " + walStatus + " FROM pg_replication_slots WHERE slot_name = " + catalog.QuoteLiteral(n.Slot)
 	deadline := time.Now().Add(slotReleaseWait)
 	var pid string // the walsender that holds the slot at the last look
 	released := func(ctx context.Context) (bool, error) {
@@ -274,11 +366,17 @@ type SlotStatus struct {
 // Status reads the slot's state and the source's current WAL position.
 func Status(ctx context.Context, conn *pgx.Conn, n Names) (SlotStatus, error) {
 	var s SlotStatus
+	// PostgreSQL 12 has neither the slot's wal_status and safe_wal_size
+	// nor max_slot_wal_keep_size: its slots keep WAL without limit.
+	limits := `coalesce(s.wal_status, ''), s.safe_wal_size,
+       CASE WHEN current_setting('max_slot_wal_keep_size') = '-1' THEN -1
+            ELSE pg_size_bytes(current_setting('max_slot_wal_keep_size')) END`
+	if ServerMajor(conn.PgConn()) < 13 {
+		limits = `'', NULL::bigint, -1::bigint`
+	}
 	err := conn.QueryRow(ctx, `
 SELECT s.slot_name IS NOT NULL, coalesce(s.active, false), coalesce(s.confirmed_flush_lsn, '0/0'), coalesce(s.restart_lsn, '0/0'), pg_current_wal_lsn(),
-       coalesce(s.wal_status, ''), s.safe_wal_size,
-       CASE WHEN current_setting('max_slot_wal_keep_size') = '-1' THEN -1
-            ELSE pg_size_bytes(current_setting('max_slot_wal_keep_size')) END,
+       `+limits+`,
        now()
 FROM (SELECT 1) one LEFT JOIN pg_replication_slots s ON s.slot_name = $1`, n.Slot).Scan(&s.Exists, &s.Active, &s.ConfirmedFlushLSN, &s.RestartLSN, &s.CurrentWALLSN,
 		&s.WALStatus, &s.SafeWALSize, &s.MaxSlotWALKeepSizeBytes, &s.SourceNow)
@@ -294,15 +392,23 @@ FROM (SELECT 1) one LEFT JOIN pg_replication_slots s ON s.slot_name = $1`, n.Slo
 // before when it is not below it (fullXid). An xid too old for the commit
 // log has no status and is not returned.
 func AbortedXids(ctx context.Context, conn *pgx.Conn, xids []uint32) ([]uint32, error) {
+	// PostgreSQL 12 has the same functions under their older names, on
+	// bigint rather than xid8 (13 added the type).
+	nextSQL, statusSQL := "SELECT pg_snapshot_xmax(pg_current_snapshot())::text::bigint",
+		"SELECT x::bigint FROM unnest($1::text[]) x WHERE pg_xact_status(x::xid8) = 'aborted'"
+	if ServerMajor(conn.PgConn()) < 13 {
+		nextSQL, statusSQL = "SELECT txid_snapshot_xmax(txid_current_snapshot())",
+			"SELECT x::bigint FROM unnest($1::text[]) x WHERE txid_status(x::bigint) = 'aborted'"
+	}
 	var next uint64
-	if err := conn.QueryRow(ctx, "SELECT pg_snapshot_xmax(pg_current_snapshot())::text::bigint").Scan(&next); err != nil {
+	if err := conn.QueryRow(ctx, nextSQL).Scan(&next); err != nil {
 		return nil, fmt.Errorf("read the source's next xid: %w", err)
 	}
 	full := make([]string, len(xids))
 	for i, x := range xids {
 		full[i] = strconv.FormatUint(fullXid(next, x), 10)
 	}
-	rows, err := conn.Query(ctx, "SELECT x::bigint FROM unnest($1::text[]) x WHERE pg_xact_status(x::xid8) = 'aborted'", full)
+	rows, err := conn.Query(ctx, statusSQL, full)
 	if err != nil {
 		return nil, fmt.Errorf("read the status of %d subtransactions on the source: %w", len(xids), err)
 	}

@@ -84,6 +84,7 @@ type cluster struct {
 	major int
 	port  int
 	url   string
+	dir   string // scripts/pg-versions.sh's directory: data/ and server.log
 }
 
 func (c cluster) adminURL() string {
@@ -128,8 +129,8 @@ func startPair(t *testing.T, p pair, srcPort, tgtPort int) (src, tgt cluster) {
 	t.Helper()
 	src = cluster{major: p.src, port: srcPort, url: fmt.Sprintf("postgres://postgres@127.0.0.1:%d/app?sslmode=disable", srcPort)}
 	tgt = cluster{major: p.tgt, port: tgtPort, url: fmt.Sprintf("postgres://postgres@127.0.0.1:%d/app?sslmode=disable", tgtPort)}
-	for _, c := range []cluster{src, tgt} {
-		startCluster(t, c.major, c.port)
+	for _, c := range []*cluster{&src, &tgt} {
+		c.dir = startCluster(t, c.major, c.port)
 		admin := connect(t, c.adminURL())
 		exec1(t, admin, "roles", "CREATE ROLE "+readerRole+"; CREATE ROLE "+appRole+" LOGIN")
 		exec1(t, admin, "create database", "CREATE DATABASE app")
@@ -317,6 +318,7 @@ func movePair(t *testing.T, p pair, srcPort, tgtPort int) pairResult {
 		t.Errorf("run reported errors:\n%s", runLog.String())
 	}
 	compareSides(t, s, g)
+	checkServerLog(t, src)
 	// The source's roles stay locked after a cutover; the clusters are
 	// thrown away, so nothing is unlocked here.
 	return res
@@ -359,6 +361,37 @@ FROM pg_largeobject_metadata`
 	for name, v := range srcSeq {
 		if got := queryOne[int64](t, g, "SELECT coalesce(last_value, 0) FROM pg_sequences WHERE schemaname || '.' || sequencename = $1", name); got < v {
 			t.Errorf("sequence %s: %d on the target, %d on the source: a new row would take a used key", name, got, v)
+		}
+	}
+}
+
+// checkServerLog fails the test for each ERROR in c's server log that a
+// session of pgsync or of the pg_dump and pg_restore it runs caused: a
+// query the server's version does not know is a defect even when pgsync
+// gets over it (log_line_prefix names the application, scripts/pg-conf.sh).
+// The application's own errors at cutover (its role locked) are expected.
+func checkServerLog(t *testing.T, c cluster) {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(c.dir, "server.log"))
+	if err != nil {
+		t.Errorf("PostgreSQL %d's log: %v", c.major, err)
+		return
+	}
+	lines := strings.Split(string(b), "\n")
+	for i, line := range lines {
+		if !strings.Contains(line, " ERROR: ") {
+			continue
+		}
+		for _, app := range []string{"app=pgsync", "app=pg_dump", "app=pg_restore"} {
+			if strings.Contains(line, app) {
+				// The statement follows the error on a line of its own.
+				context := line
+				if i+1 < len(lines) && strings.Contains(lines[i+1], "STATEMENT: ") {
+					context += "\n" + lines[i+1]
+				}
+				t.Errorf("PostgreSQL %d logged an error of pgsync's:\n%s", c.major, context)
+				break
+			}
 		}
 	}
 }
