@@ -114,9 +114,6 @@ func checkSource(ctx context.Context, c *Checks, opts Options, src *pgx.Conn) []
 		c.add("unlogged tables", CheckWarn, "skipped, logical replication cannot publish them: "+strings.Join(names, ", "), "ALTER TABLE ... SET LOGGED to include one")
 	}
 	checkReplicaIdentities(c, tables)
-	if found := rulePartitionedOn12(ctx, src, s.Major, tables); found.Item != "" {
-		*c = append(*c, found)
-	}
 	checkPublishing(ctx, c, src, s.User, tables)
 	if found := ruleDDLCapture(ctx, src, opts.DDLCapture); found.Item != "" {
 		*c = append(*c, found)
@@ -181,39 +178,6 @@ func checkReplicaIdentities(c *Checks, tables []catalog.Table) {
 		return
 	}
 	c.add("replica identity", CheckOK, "every table has a primary key or replica identity", "")
-}
-
-// rulePartitionedOn12 warns, on a source older than PostgreSQL 13, that
-// the job's partitioned tables are published through their leaf
-// partitions (12 cannot publish a partitioned table; see
-// replication.CreatePublication), so that a partition added after
-// bootstrap is not replicated until add-tables publishes it. From 13 on a
-// partitioned table's publication covers its future partitions. An
-// empty item: nothing to say.
-func rulePartitionedOn12(ctx context.Context, src *pgx.Conn, major int, tables []catalog.Table) CheckItem {
-	const item = "partitioned tables"
-	var partitioned, names []string
-	for i := range tables {
-		if tables[i].PartitionKey != "" {
-			partitioned = append(partitioned, tables[i].Ident())
-			names = append(names, tables[i].String())
-		}
-	}
-	if major >= 13 || len(partitioned) == 0 {
-		return CheckItem{}
-	}
-	leaves, err := replication.LeafPartitions(ctx, src, partitioned)
-	if err != nil {
-		return failItem(item, err)
-	}
-	leafNames := make([]string, len(leaves))
-	for i, l := range leaves {
-		leafNames[i] = l.String()
-	}
-	return CheckItem{Item: item, Status: CheckWarn,
-		Detail: fmt.Sprintf("PostgreSQL %d cannot publish a partitioned table: pgsync publishes the leaf partitions of %s in its place (%s); a partition created or attached after bootstrap is not replicated until it is published",
-			major, strings.Join(names, ", "), strings.Join(leafNames, ", ")),
-		Fix: "after adding a partition to the source, make job.tables match it and run pgsync add-tables (or move from a source of PostgreSQL 13 or newer)"}
 }
 
 // checkPublishing adds whether user may read every table and publish

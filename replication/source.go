@@ -25,8 +25,7 @@ import (
 type SourceSettings struct {
 	Version string
 	// Major is the source's major version (server_version_num / 10000):
-	// PostgreSQL 12 lacks max_slot_wal_keep_size and cannot publish a
-	// partitioned table.
+	// PostgreSQL 12 lacks max_slot_wal_keep_size.
 	Major                   int
 	WALLevel                string
 	MaxSlots, UsedSlots     int
@@ -71,18 +70,9 @@ type Names struct {
 	Publication string // pgsync_<job>
 }
 
-// CreatePublication creates the job's publication for exactly tables (on
-// PostgreSQL 12, a partitioned table's leaf partitions in its place: see
-// publishable).
+// CreatePublication creates the job's publication for exactly tables.
 func CreatePublication(ctx context.Context, conn *pgx.Conn, n Names, tables []catalog.Table) error {
-	idents, err := publishable(ctx, conn, tables)
-	if err != nil {
-		return fmt.Errorf("create publication %s: %w", n.Publication, err)
-	}
-	sql := "CREATE PUBLICATION " + catalog.QuoteIdent(n.Publication)
-	if len(idents) > 0 { // a partitioned table of 12 without partitions
-		sql += " FOR TABLE " + strings.Join(idents, ", ")
-	}
+	sql := fmt.Sprintf("CREATE PUBLICATION %s FOR TABLE %s", catalog.QuoteIdent(n.Publication), tableList(tables))
 	if _, err := conn.Exec(ctx, sql); err != nil {
 		return fmt.Errorf("create publication %s: %w", n.Publication, err)
 	}
@@ -143,95 +133,29 @@ func CreateTemporarySlot(ctx context.Context, conn *pgconn.PgConn, name string) 
 	return createSlot(ctx, conn, name, true)
 }
 
-// AddToPublication adds tables to the job's publication (on PostgreSQL 12,
-// a partitioned table's leaf partitions in its place: see publishable).
+// AddToPublication adds tables to the job's publication.
 func AddToPublication(ctx context.Context, conn *pgx.Conn, n Names, tables []catalog.Table) error {
-	return alterPublication(ctx, conn, n, "ADD", tables)
+	list := tableList(tables)
+	sql := fmt.Sprintf("ALTER PUBLICATION %s ADD TABLE %s", catalog.QuoteIdent(n.Publication), list)
+	if _, err := conn.Exec(ctx, sql); err != nil {
+		return fmt.Errorf("add %s to publication %s: %w", list, n.Publication, err)
+	}
+	return nil
 }
 
 // DropFromPublication takes tables out of the job's publication: the
 // source stops sending their changes from the next transaction.
 func DropFromPublication(ctx context.Context, conn *pgx.Conn, n Names, tables []catalog.Table) error {
-	return alterPublication(ctx, conn, n, "DROP", tables)
-}
-
-// alterPublication adds (action ADD) or drops (DROP) tables.
-func alterPublication(ctx context.Context, conn *pgx.Conn, n Names, action string, tables []catalog.Table) error {
-	idents, err := publishable(ctx, conn, tables)
-	if err != nil {
-		return fmt.Errorf("alter publication %s %s table %s: %w", n.Publication, action, strings.Join(catalog.Idents(tables), ", "), err)
-	}
-	if len(idents) == 0 {
-		return nil
-	}
-	list := strings.Join(idents, ", ")
-	sql := fmt.Sprintf("ALTER PUBLICATION %s %s TABLE %s", catalog.QuoteIdent(n.Publication), action, list)
+	list := tableList(tables)
+	sql := fmt.Sprintf("ALTER PUBLICATION %s DROP TABLE %s", catalog.QuoteIdent(n.Publication), list)
 	if _, err := conn.Exec(ctx, sql); err != nil {
-		return fmt.Errorf("alter publication %s %s table %s: %w", n.Publication, action, list, err)
+		return fmt.Errorf("drop %s from publication %s: %w", list, n.Publication, err)
 	}
 	return nil
 }
 
-// publishable is the quoted names a publication of conn's server is given
-// for tables. From PostgreSQL 13 on, they are the tables themselves: a
-// partitioned table is published, and its changes are sent as its leaf
-// partitions' (publish_via_partition_root is left off), which is also what
-// pg_publication_tables lists. PostgreSQL 12 cannot publish a partitioned
-// table, so its leaf partitions are named in its place (read in one query
-// for all of them): the same changes, and the same pg_publication_tables.
-// A partition attached later is not published on 12 until add-tables adds
-// it; check warns of that.
-func publishable(ctx context.Context, conn *pgx.Conn, tables []catalog.Table) ([]string, error) {
-	var idents, partitioned []string
-	for i := range tables {
-		if tables[i].PartitionKey != "" && ServerMajor(conn.PgConn()) < 13 {
-			partitioned = append(partitioned, tables[i].Ident())
-			continue
-		}
-		idents = append(idents, tables[i].Ident())
-	}
-	if len(partitioned) == 0 {
-		return idents, nil
-	}
-	leaves, err := LeafPartitions(ctx, conn, partitioned)
-	if err != nil {
-		return nil, err
-	}
-	seen := make(map[string]bool, len(idents))
-	for _, id := range idents {
-		seen[id] = true
-	}
-	for _, leaf := range leaves {
-		if id := (pgx.Identifier{leaf.Schema, leaf.Name}).Sanitize(); !seen[id] {
-			seen[id] = true
-			idents = append(idents, id)
-		}
-	}
-	return idents, nil
-}
-
-// LeafPartitions returns the ordinary tables at the leaves of the
-// partitioned tables named (quoted, qualified), sorted; a foreign table
-// among the partitions cannot be published, and is left out.
-func LeafPartitions(ctx context.Context, conn *pgx.Conn, partitioned []string) ([]catalog.TableName, error) {
-	rows, err := conn.Query(ctx, `SELECT DISTINCT n.nspname::text, c.relname::text
-FROM unnest($1::text[]) t CROSS JOIN LATERAL pg_partition_tree(t::regclass) p
-JOIN pg_class c ON c.oid = p.relid JOIN pg_namespace n ON n.oid = c.relnamespace
-WHERE p.isleaf AND c.relkind = 'r'
-ORDER BY 1, 2`, partitioned)
-	if err != nil {
-		return nil, fmt.Errorf("list the partitions of %s: %w", strings.Join(partitioned, ", "), err)
-	}
-	leaves, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (catalog.TableName, error) {
-		var n catalog.TableName
-		err := row.Scan(&n.Schema, &n.Name)
-		return n, err
-	})
-	if err != nil {
-		return nil, fmt.Errorf("list the partitions of %s: %w", strings.Join(partitioned, ", "), err)
-	}
-	return leaves, nil
-}
+// tableList is tables as a comma-separated list of quoted names.
+func tableList(tables []catalog.Table) string { return strings.Join(catalog.Idents(tables), ", ") }
 
 // Exists reports whether the job's slot or publication exist on the source.
 func Exists(ctx context.Context, conn *pgx.Conn, n Names) (slot, publication bool, err error) {
@@ -390,25 +314,19 @@ FROM (SELECT 1) one LEFT JOIN pg_replication_slots s ON s.slot_name = $1`, n.Slo
 // aborted. Each xid is a 32-bit transaction id of a transaction that ended
 // recently: it is taken in the epoch of the source's next xid, or in the one
 // before when it is not below it (fullXid). An xid too old for the commit
-// log has no status and is not returned.
+// log has no status and is not returned. Only streamed transactions ask
+// (protocol version 2, PostgreSQL 14+), so pg_current_snapshot and xid8
+// (13+) are always there.
 func AbortedXids(ctx context.Context, conn *pgx.Conn, xids []uint32) ([]uint32, error) {
-	// PostgreSQL 12 has the same functions under their older names, on
-	// bigint rather than xid8 (13 added the type).
-	nextSQL, statusSQL := "SELECT pg_snapshot_xmax(pg_current_snapshot())::text::bigint",
-		"SELECT x::bigint FROM unnest($1::text[]) x WHERE pg_xact_status(x::xid8) = 'aborted'"
-	if ServerMajor(conn.PgConn()) < 13 {
-		nextSQL, statusSQL = "SELECT txid_snapshot_xmax(txid_current_snapshot())",
-			"SELECT x::bigint FROM unnest($1::text[]) x WHERE txid_status(x::bigint) = 'aborted'"
-	}
 	var next uint64
-	if err := conn.QueryRow(ctx, nextSQL).Scan(&next); err != nil {
+	if err := conn.QueryRow(ctx, "SELECT pg_snapshot_xmax(pg_current_snapshot())::text::bigint").Scan(&next); err != nil {
 		return nil, fmt.Errorf("read the source's next xid: %w", err)
 	}
 	full := make([]string, len(xids))
 	for i, x := range xids {
 		full[i] = strconv.FormatUint(fullXid(next, x), 10)
 	}
-	rows, err := conn.Query(ctx, statusSQL, full)
+	rows, err := conn.Query(ctx, "SELECT x::bigint FROM unnest($1::text[]) x WHERE pg_xact_status(x::xid8) = 'aborted'", full)
 	if err != nil {
 		return nil, fmt.Errorf("read the status of %d subtransactions on the source: %w", len(xids), err)
 	}

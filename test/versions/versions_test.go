@@ -247,40 +247,14 @@ func movePair(t *testing.T, p pair, srcPort, tgtPort int) pairResult {
 	boot := mustPgsync(t, 10*time.Minute, cfg, "bootstrap")
 	res.BootstrapSeconds = boot.elapsed.Seconds()
 
-	run := exec.Command(pgsyncBin, "-c", cfg, "run")
-	run.Env = append(os.Environ(), "PGSYNC_LOG_FORMAT=text")
-	runLog := &lockedBuffer{}
-	run.Stdout, run.Stderr = runLog, runLog
-	if err := run.Start(); err != nil {
-		t.Fatal(err)
-	}
-	// runDone is closed when run has exited, with runErr set.
-	runDone := make(chan struct{})
-	var runErr error
-	go func() { runErr = run.Wait(); close(runDone) }()
-	t.Cleanup(func() {
-		select {
-		case <-runDone:
-		default:
-			_ = run.Process.Kill()
-			<-runDone
-		}
-	})
+	run := startRun(t, cfg)
 
 	// One transaction of 300,000 rows, while the application writes: the
 	// catch-up time runs from its commit to the slot confirming the WAL
 	// position after it.
 	exec1(t, s, "the 300,000-row transaction", "INSERT INTO sales.bulk (n, note) SELECT g, 'bulk ' || g FROM generate_series(1, 300000) g")
 	committed := time.Now()
-	head := queryOne[string](t, s, "SELECT pg_current_wal_lsn()::text")
-	eventually(t, 10*time.Minute, "the target to apply the 300,000-row transaction (source at "+head+")", func() bool {
-		select {
-		case <-runDone:
-			t.Fatalf("run ended: %v\n%s", runErr, runLog.String())
-		default:
-		}
-		return queryOne[bool](t, s, "SELECT coalesce((SELECT confirmed_flush_lsn >= $1::pg_lsn FROM pg_replication_slots WHERE slot_name = 'pgsync_upgrade'), false)", head)
-	})
+	run.awaitConfirmed(t, s, 10*time.Minute, "the target to apply the 300,000-row transaction")
 	res.CatchupSeconds = time.Since(committed).Seconds()
 	time.Sleep(2 * time.Second) // writes go on while run streams
 	if err := w.failure(); err != nil {
@@ -305,23 +279,76 @@ func movePair(t *testing.T, p pair, srcPort, tgtPort int) pairResult {
 	if res.Writes < 10 {
 		t.Errorf("only %d rounds of writes ran: the move was not under writes", res.Writes)
 	}
-	_ = run.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-runDone:
-		if runErr != nil {
-			t.Errorf("run after SIGTERM: %v\n%s", runErr, runLog.String())
-		}
-	case <-time.After(30 * time.Second):
-		t.Errorf("run did not stop within 30 s of SIGTERM\n%s", runLog.String())
-	}
-	if strings.Contains(runLog.String(), "level=ERROR") {
-		t.Errorf("run reported errors:\n%s", runLog.String())
-	}
+	run.stop(t)
 	compareSides(t, s, g)
 	checkServerLog(t, src)
 	// The source's roles stay locked after a cutover; the clusters are
 	// thrown away, so nothing is unlocked here.
 	return res
+}
+
+// runProc is a pgsync run started by startRun.
+type runProc struct {
+	cmd  *exec.Cmd
+	log  *lockedBuffer
+	done chan struct{} // closed when run has exited, with err set
+	err  error
+}
+
+// startRun starts pgsync run on cfg; the test's cleanup kills it if the
+// test did not stop it.
+func startRun(t *testing.T, cfg string) *runProc {
+	t.Helper()
+	r := &runProc{cmd: exec.Command(pgsyncBin, "-c", cfg, "run"), log: &lockedBuffer{}, done: make(chan struct{})}
+	r.cmd.Env = append(os.Environ(), "PGSYNC_LOG_FORMAT=text")
+	r.cmd.Stdout, r.cmd.Stderr = r.log, r.log
+	if err := r.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { r.err = r.cmd.Wait(); close(r.done) }()
+	t.Cleanup(func() {
+		select {
+		case <-r.done:
+		default:
+			_ = r.cmd.Process.Kill()
+			<-r.done
+		}
+	})
+	return r
+}
+
+// awaitConfirmed waits until the job's slot on the source s confirms the
+// source's WAL position at the call: run applied everything committed
+// before it. It fails at once if run ends.
+func (r *runProc) awaitConfirmed(t *testing.T, s *pgx.Conn, timeout time.Duration, what string) {
+	t.Helper()
+	head := queryOne[string](t, s, "SELECT pg_current_wal_lsn()::text")
+	eventually(t, timeout, what+" (source at "+head+")", func() bool {
+		select {
+		case <-r.done:
+			t.Fatalf("run ended: %v\n%s", r.err, r.log.String())
+		default:
+		}
+		return queryOne[bool](t, s, "SELECT coalesce((SELECT confirmed_flush_lsn >= $1::pg_lsn FROM pg_replication_slots WHERE slot_name = 'pgsync_upgrade'), false)", head)
+	})
+}
+
+// stop ends run with SIGTERM, as a service manager does, and fails the
+// test if it does not exit cleanly within 30 s or logged an error.
+func (r *runProc) stop(t *testing.T) {
+	t.Helper()
+	_ = r.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-r.done:
+		if r.err != nil {
+			t.Errorf("run after SIGTERM: %v\n%s", r.err, r.log.String())
+		}
+	case <-time.After(30 * time.Second):
+		t.Errorf("run did not stop within 30 s of SIGTERM\n%s", r.log.String())
+	}
+	if strings.Contains(r.log.String(), "level=ERROR") {
+		t.Errorf("run reported errors:\n%s", r.log.String())
+	}
 }
 
 // compareSides compares source and target without pgsync: an
