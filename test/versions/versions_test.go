@@ -3,6 +3,7 @@
 package versions
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -446,8 +447,14 @@ func recordResult(t *testing.T, res pairResult) {
 		path = filepath.Join(repoRoot, "bench-results", "versions.jsonl")
 	}
 	res.Date = time.Now().UTC().Format("2006-01-02")
-	if out, err := exec.Command("git", "-C", repoRoot, "describe", "--always", "--dirty").Output(); err == nil {
+	// "-dirty" when code differs from the commit, not when only the
+	// results file does: the pairs before this one appended to it (the
+	// Makefile's VERSION leaves it out the same way).
+	if out, err := exec.Command("git", "-C", repoRoot, "describe", "--always").Output(); err == nil {
 		res.Commit = strings.TrimSpace(string(out))
+		if st, err := exec.Command("git", "-C", repoRoot, "status", "--porcelain", "--", ".", ":!bench-results").Output(); err == nil && len(bytes.TrimSpace(st)) > 0 {
+			res.Commit += "-dirty"
+		}
 	}
 	line, err := json.Marshal(res)
 	if err != nil {
