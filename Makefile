@@ -33,7 +33,7 @@ test: pg-install build bench-test
 # ERP fixture moved under writes between clusters of two majors, each
 # pair SOURCE:TARGET in VERSION_PAIRS. Servers other than Debian's 15 come
 # from npm (scripts/pg-versions.sh, cached in /var/cache/pgsync/pg as
-# root); ports 56612-56613 (PGSYNC_TEST_VERSION_PORT). Each pair's timings
+# root); ports 56612-56617 (PGSYNC_TEST_VERSION_PORT, the first). Each pair's timings
 # are appended to bench-results/versions.jsonl.
 VERSION_PAIRS ?= 13:15,13:16,13:18,14:17,15:18,16:17,17:18
 test-versions: pg-install

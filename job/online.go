@@ -90,6 +90,14 @@ func (j *Job) holdViews(ctx context.Context) (v *views, err error) {
 		return v, fmt.Errorf("source snapshot at %s: %w", slot.ConsistentPoint, err)
 	}
 	v.at = slot.ConsistentPoint
+	// run holds at a commit at or after the slot's consistent point, or
+	// once the source reports its WAL past it; on an idle source neither
+	// may come before holdWait (PostgreSQL 12 reported the position only
+	// every wal_sender_timeout / 2 in the test of issue 32), so a commit
+	// after it is made, as cutover does for its goal.
+	if _, err := replication.CommittedHead(ctx, j.src); err != nil {
+		return v, err
+	}
 	if err := j.awaitHold(ctx, v.at); err != nil {
 		return v, err
 	}

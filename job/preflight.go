@@ -150,10 +150,14 @@ func checkSourceSettings(c *Checks, s replication.SourceSettings) {
 	} else {
 		c.add("REPLICATION", CheckFail, "user "+s.User+" lacks the REPLICATION attribute", "ALTER ROLE "+catalog.QuoteIdent(s.User)+" REPLICATION")
 	}
-	if s.MaxSlotWALKeepSizeMB < 0 {
+	switch {
+	case s.Major < 13:
+		c.add("max_slot_wal_keep_size", CheckWarn, fmt.Sprintf("PostgreSQL %d has no such limit (13 added it): a slot left behind (a stopped run) keeps WAL until the source's disk is full", s.Major),
+			"watch the slot's retained WAL with pgsync status while the job lasts, and drop the job (pgsync teardown) rather than leave it stopped")
+	case s.MaxSlotWALKeepSizeMB < 0:
 		c.add("max_slot_wal_keep_size", CheckWarn, "unlimited: a slot left behind (a stopped run) keeps WAL until the source's disk is full",
 			"set max_slot_wal_keep_size (e.g. to a quarter of the free WAL disk) and reload")
-	} else {
+	default:
 		c.add("max_slot_wal_keep_size", CheckOK, humanize.IBytes(uint64(s.MaxSlotWALKeepSizeMB)<<20), "")
 	}
 }

@@ -23,30 +23,42 @@ import (
 
 // SourceSettings are the source settings and rights replication needs.
 type SourceSettings struct {
-	Version                 string
+	Version string
+	// Major is the source's major version (server_version_num / 10000):
+	// PostgreSQL 12 lacks max_slot_wal_keep_size.
+	Major                   int
 	WALLevel                string
 	MaxSlots, UsedSlots     int
 	MaxSenders, UsedSenders int
 	CanReplicate            bool // REPLICATION or superuser
 	User                    string
-	// MaxSlotWALKeepSizeMB is -1 when unlimited.
+	// MaxSlotWALKeepSizeMB is -1 when unlimited, and on PostgreSQL 12,
+	// which has no such limit.
 	MaxSlotWALKeepSizeMB int64
 }
 
 // ReadSourceSettings reads what pgsync check (and so bootstrap) judges.
 func ReadSourceSettings(ctx context.Context, conn *pgx.Conn) (SourceSettings, error) {
 	var s SourceSettings
+	// max_slot_wal_keep_size is read from pg_settings, not current_setting,
+	// so that PostgreSQL 12, which lacks it, answers NULL rather than an
+	// error in its log.
+	var keep *int64
 	err := conn.QueryRow(ctx, `
-SELECT current_setting('server_version'), current_setting('wal_level'),
+SELECT current_setting('server_version'), current_setting('server_version_num')::int / 10000, current_setting('wal_level'),
        current_setting('max_replication_slots')::int,
        (SELECT count(*) FROM pg_replication_slots)::int,
        current_setting('max_wal_senders')::int,
        (SELECT count(*) FROM pg_stat_replication)::int,
        (SELECT rolsuper OR rolreplication FROM pg_roles WHERE rolname = current_user), current_user::text,
        (SELECT setting::bigint FROM pg_settings WHERE name = 'max_slot_wal_keep_size')`).
-		Scan(&s.Version, &s.WALLevel, &s.MaxSlots, &s.UsedSlots, &s.MaxSenders, &s.UsedSenders, &s.CanReplicate, &s.User, &s.MaxSlotWALKeepSizeMB)
+		Scan(&s.Version, &s.Major, &s.WALLevel, &s.MaxSlots, &s.UsedSlots, &s.MaxSenders, &s.UsedSenders, &s.CanReplicate, &s.User, &keep)
 	if err != nil {
 		return s, fmt.Errorf("check source settings: %w", err)
+	}
+	s.MaxSlotWALKeepSizeMB = -1
+	if keep != nil {
+		s.MaxSlotWALKeepSizeMB = *keep
 	}
 	return s, nil
 }
@@ -180,7 +192,11 @@ const slotReleaseWait = 60 * time.Second
 // reconnecting, the walsender of the lost connection may still hold it for
 // a while; awaitSlot waits for it up to slotReleaseWait.
 func awaitSlot(ctx context.Context, conn *pgconn.PgConn, n Names, reconnecting bool, log *slog.Logger) error {
-	sql := "SELECT coalesce(active_pid, 0)::text, coalesce(wal_status, '') FROM pg_replication_slots WHERE slot_name = " + catalog.QuoteLiteral(n.Slot)
+	walStatus := "coalesce(wal_status, '')"
+	if ServerMajor(conn) < 13 { // no wal_status: a slot of 12 is never invalidated
+		walStatus = "''"
+	}
+	sql := "SELECT coalesce(active_pid, 0)::text, " + walStatus + " FROM pg_replication_slots WHERE slot_name = " + catalog.QuoteLiteral(n.Slot)
 	deadline := time.Now().Add(slotReleaseWait)
 	var pid string // the walsender that holds the slot at the last look
 	released := func(ctx context.Context) (bool, error) {
@@ -277,11 +293,17 @@ type SlotStatus struct {
 // Status reads the slot's state and the source's current WAL position.
 func Status(ctx context.Context, conn *pgx.Conn, n Names) (SlotStatus, error) {
 	var s SlotStatus
+	// PostgreSQL 12 has neither the slot's wal_status and safe_wal_size
+	// nor max_slot_wal_keep_size: its slots keep WAL without limit.
+	limits := `coalesce(s.wal_status, ''), s.safe_wal_size,
+       CASE WHEN current_setting('max_slot_wal_keep_size') = '-1' THEN -1
+            ELSE pg_size_bytes(current_setting('max_slot_wal_keep_size')) END`
+	if ServerMajor(conn.PgConn()) < 13 {
+		limits = `'', NULL::bigint, -1::bigint`
+	}
 	err := conn.QueryRow(ctx, `
 SELECT s.slot_name IS NOT NULL, coalesce(s.active, false), coalesce(s.confirmed_flush_lsn, '0/0'), coalesce(s.restart_lsn, '0/0'), pg_current_wal_lsn(),
-       coalesce(s.wal_status, ''), s.safe_wal_size,
-       CASE WHEN current_setting('max_slot_wal_keep_size') = '-1' THEN -1
-            ELSE pg_size_bytes(current_setting('max_slot_wal_keep_size')) END,
+       `+limits+`,
        now()
 FROM (SELECT 1) one LEFT JOIN pg_replication_slots s ON s.slot_name = $1`, n.Slot).Scan(&s.Exists, &s.Active, &s.ConfirmedFlushLSN, &s.RestartLSN, &s.CurrentWALLSN,
 		&s.WALStatus, &s.SafeWALSize, &s.MaxSlotWALKeepSizeBytes, &s.SourceNow)
@@ -295,7 +317,9 @@ FROM (SELECT 1) one LEFT JOIN pg_replication_slots s ON s.slot_name = $1`, n.Slo
 // aborted. Each xid is a 32-bit transaction id of a transaction that ended
 // recently: it is taken in the epoch of the source's next xid, or in the one
 // before when it is not below it (fullXid). An xid too old for the commit
-// log has no status and is not returned.
+// log has no status and is not returned. Only streamed transactions ask
+// (protocol version 2, PostgreSQL 14+), so pg_current_snapshot and xid8
+// (13+) are always there.
 func AbortedXids(ctx context.Context, conn *pgx.Conn, xids []uint32) ([]uint32, error) {
 	var next uint64
 	if err := conn.QueryRow(ctx, "SELECT pg_snapshot_xmax(pg_current_snapshot())::text::bigint").Scan(&next); err != nil {

@@ -300,6 +300,13 @@ func pluginArgs(serverVersion, publication string, messages bool) []string {
 	return append(args, fmt.Sprintf("publication_names '%s'", publication))
 }
 
+// ServerMajor is the major version of the server conn is connected to,
+// from the server_version it reported at startup (no query); 0 when it
+// reported none.
+func ServerMajor(conn *pgconn.PgConn) int {
+	return majorVersion(conn.ParameterStatus("server_version"))
+}
+
 // majorVersion is the major version in a server_version parameter ("15.4
 // (Debian 15.4-1.pgdg120+1)", "14beta1", "9.6.24"), 0 when there is none.
 func majorVersion(v string) int {

@@ -33,7 +33,7 @@ var (
 	// workDir holds every cluster the tests start, and nothing else.
 	workDir string
 	pairs   []pair
-	// basePort is the first of the ports the tests use (four of them).
+	// basePort is the first of the ports the tests use (six of them).
 	basePort = envInt("PGSYNC_TEST_VERSION_PORT", 56612)
 
 	startedMu sync.Mutex

@@ -3,6 +3,7 @@
 package versions
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -84,6 +85,7 @@ type cluster struct {
 	major int
 	port  int
 	url   string
+	dir   string // scripts/pg-versions.sh's directory: data/ and server.log
 }
 
 func (c cluster) adminURL() string {
@@ -128,8 +130,8 @@ func startPair(t *testing.T, p pair, srcPort, tgtPort int) (src, tgt cluster) {
 	t.Helper()
 	src = cluster{major: p.src, port: srcPort, url: fmt.Sprintf("postgres://postgres@127.0.0.1:%d/app?sslmode=disable", srcPort)}
 	tgt = cluster{major: p.tgt, port: tgtPort, url: fmt.Sprintf("postgres://postgres@127.0.0.1:%d/app?sslmode=disable", tgtPort)}
-	for _, c := range []cluster{src, tgt} {
-		startCluster(t, c.major, c.port)
+	for _, c := range []*cluster{&src, &tgt} {
+		c.dir = startCluster(t, c.major, c.port)
 		admin := connect(t, c.adminURL())
 		exec1(t, admin, "roles", "CREATE ROLE "+readerRole+"; CREATE ROLE "+appRole+" LOGIN")
 		exec1(t, admin, "create database", "CREATE DATABASE app")
@@ -246,40 +248,14 @@ func movePair(t *testing.T, p pair, srcPort, tgtPort int) pairResult {
 	boot := mustPgsync(t, 10*time.Minute, cfg, "bootstrap")
 	res.BootstrapSeconds = boot.elapsed.Seconds()
 
-	run := exec.Command(pgsyncBin, "-c", cfg, "run")
-	run.Env = append(os.Environ(), "PGSYNC_LOG_FORMAT=text")
-	runLog := &lockedBuffer{}
-	run.Stdout, run.Stderr = runLog, runLog
-	if err := run.Start(); err != nil {
-		t.Fatal(err)
-	}
-	// runDone is closed when run has exited, with runErr set.
-	runDone := make(chan struct{})
-	var runErr error
-	go func() { runErr = run.Wait(); close(runDone) }()
-	t.Cleanup(func() {
-		select {
-		case <-runDone:
-		default:
-			_ = run.Process.Kill()
-			<-runDone
-		}
-	})
+	run := startRun(t, cfg)
 
 	// One transaction of 300,000 rows, while the application writes: the
 	// catch-up time runs from its commit to the slot confirming the WAL
 	// position after it.
 	exec1(t, s, "the 300,000-row transaction", "INSERT INTO sales.bulk (n, note) SELECT g, 'bulk ' || g FROM generate_series(1, 300000) g")
 	committed := time.Now()
-	head := queryOne[string](t, s, "SELECT pg_current_wal_lsn()::text")
-	eventually(t, 10*time.Minute, "the target to apply the 300,000-row transaction (source at "+head+")", func() bool {
-		select {
-		case <-runDone:
-			t.Fatalf("run ended: %v\n%s", runErr, runLog.String())
-		default:
-		}
-		return queryOne[bool](t, s, "SELECT coalesce((SELECT confirmed_flush_lsn >= $1::pg_lsn FROM pg_replication_slots WHERE slot_name = 'pgsync_upgrade'), false)", head)
-	})
+	run.awaitConfirmed(t, s, 10*time.Minute, "the target to apply the 300,000-row transaction")
 	res.CatchupSeconds = time.Since(committed).Seconds()
 	time.Sleep(2 * time.Second) // writes go on while run streams
 	if err := w.failure(); err != nil {
@@ -304,22 +280,76 @@ func movePair(t *testing.T, p pair, srcPort, tgtPort int) pairResult {
 	if res.Writes < 10 {
 		t.Errorf("only %d rounds of writes ran: the move was not under writes", res.Writes)
 	}
-	_ = run.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-runDone:
-		if runErr != nil {
-			t.Errorf("run after SIGTERM: %v\n%s", runErr, runLog.String())
-		}
-	case <-time.After(30 * time.Second):
-		t.Errorf("run did not stop within 30 s of SIGTERM\n%s", runLog.String())
-	}
-	if strings.Contains(runLog.String(), "level=ERROR") {
-		t.Errorf("run reported errors:\n%s", runLog.String())
-	}
+	run.stop(t)
 	compareSides(t, s, g)
+	checkServerLog(t, src)
 	// The source's roles stay locked after a cutover; the clusters are
 	// thrown away, so nothing is unlocked here.
 	return res
+}
+
+// runProc is a pgsync run started by startRun.
+type runProc struct {
+	cmd  *exec.Cmd
+	log  *lockedBuffer
+	done chan struct{} // closed when run has exited, with err set
+	err  error
+}
+
+// startRun starts pgsync run on cfg; the test's cleanup kills it if the
+// test did not stop it.
+func startRun(t *testing.T, cfg string) *runProc {
+	t.Helper()
+	r := &runProc{cmd: exec.Command(pgsyncBin, "-c", cfg, "run"), log: &lockedBuffer{}, done: make(chan struct{})}
+	r.cmd.Env = append(os.Environ(), "PGSYNC_LOG_FORMAT=text")
+	r.cmd.Stdout, r.cmd.Stderr = r.log, r.log
+	if err := r.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { r.err = r.cmd.Wait(); close(r.done) }()
+	t.Cleanup(func() {
+		select {
+		case <-r.done:
+		default:
+			_ = r.cmd.Process.Kill()
+			<-r.done
+		}
+	})
+	return r
+}
+
+// awaitConfirmed waits until the job's slot on the source s confirms the
+// source's WAL position at the call: run applied everything committed
+// before it. It fails at once if run ends.
+func (r *runProc) awaitConfirmed(t *testing.T, s *pgx.Conn, timeout time.Duration, what string) {
+	t.Helper()
+	head := queryOne[string](t, s, "SELECT pg_current_wal_lsn()::text")
+	eventually(t, timeout, what+" (source at "+head+")", func() bool {
+		select {
+		case <-r.done:
+			t.Fatalf("run ended: %v\n%s", r.err, r.log.String())
+		default:
+		}
+		return queryOne[bool](t, s, "SELECT coalesce((SELECT confirmed_flush_lsn >= $1::pg_lsn FROM pg_replication_slots WHERE slot_name = 'pgsync_upgrade'), false)", head)
+	})
+}
+
+// stop ends run with SIGTERM, as a service manager does, and fails the
+// test if it does not exit cleanly within 30 s or logged an error.
+func (r *runProc) stop(t *testing.T) {
+	t.Helper()
+	_ = r.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-r.done:
+		if r.err != nil {
+			t.Errorf("run after SIGTERM: %v\n%s", r.err, r.log.String())
+		}
+	case <-time.After(30 * time.Second):
+		t.Errorf("run did not stop within 30 s of SIGTERM\n%s", r.log.String())
+	}
+	if strings.Contains(r.log.String(), "level=ERROR") {
+		t.Errorf("run reported errors:\n%s", r.log.String())
+	}
 }
 
 // compareSides compares source and target without pgsync: an
@@ -363,6 +393,37 @@ FROM pg_largeobject_metadata`
 	}
 }
 
+// checkServerLog fails the test for each ERROR in c's server log that a
+// session of pgsync or of the pg_dump and pg_restore it runs caused: a
+// query the server's version does not know is a defect even when pgsync
+// gets over it (log_line_prefix names the application, scripts/pg-conf.sh).
+// The application's own errors at cutover (its role locked) are expected.
+func checkServerLog(t *testing.T, c cluster) {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(c.dir, "server.log"))
+	if err != nil {
+		t.Errorf("PostgreSQL %d's log: %v", c.major, err)
+		return
+	}
+	lines := strings.Split(string(b), "\n")
+	for i, line := range lines {
+		if !strings.Contains(line, " ERROR: ") {
+			continue
+		}
+		for _, app := range []string{"app=pgsync", "app=pg_dump", "app=pg_restore"} {
+			if strings.Contains(line, app) {
+				// The statement follows the error on a line of its own.
+				context := line
+				if i+1 < len(lines) && strings.Contains(lines[i+1], "STATEMENT: ") {
+					context += "\n" + lines[i+1]
+				}
+				t.Errorf("PostgreSQL %d logged an error of pgsync's:\n%s", c.major, context)
+				break
+			}
+		}
+	}
+}
+
 // eventually polls cond until it holds or the timeout passes.
 func eventually(t *testing.T, timeout time.Duration, what string, cond func() bool) {
 	t.Helper()
@@ -386,8 +447,14 @@ func recordResult(t *testing.T, res pairResult) {
 		path = filepath.Join(repoRoot, "bench-results", "versions.jsonl")
 	}
 	res.Date = time.Now().UTC().Format("2006-01-02")
-	if out, err := exec.Command("git", "-C", repoRoot, "describe", "--always", "--dirty").Output(); err == nil {
+	// "-dirty" when code differs from the commit, not when only the
+	// results file does: the pairs before this one appended to it (the
+	// Makefile's VERSION leaves it out the same way).
+	if out, err := exec.Command("git", "-C", repoRoot, "describe", "--always").Output(); err == nil {
 		res.Commit = strings.TrimSpace(string(out))
+		if st, err := exec.Command("git", "-C", repoRoot, "status", "--porcelain", "--", ".", ":!bench-results").Output(); err == nil && len(bytes.TrimSpace(st)) > 0 {
+			res.Commit += "-dirty"
+		}
 	}
 	line, err := json.Marshal(res)
 	if err != nil {
