@@ -161,7 +161,11 @@ func PostDataPhase(desc string) int {
 	switch desc {
 	case "INDEX", "CONSTRAINT":
 		return 0
-	case "INDEX ATTACH":
+	case "INDEX ATTACH", "PUBLICATION":
+		// A publication before its tables and schemas (PUBLICATION
+		// TABLE, phase 2): the entries of one phase are built in
+		// parallel, and a table added to a publication not created yet
+		// failed now and then.
 		return 1
 	case "COMMENT", "ACL", "SECURITY LABEL":
 		return 3

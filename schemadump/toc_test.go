@@ -125,6 +125,9 @@ func TestPostDataPhases(t *testing.T) {
 	for _, e := range entries {
 		last[e.Desc] = PostDataPhase(e.Desc)
 	}
+	if PostDataPhase("PUBLICATION") >= PostDataPhase("PUBLICATION TABLE") || PostDataPhase("PUBLICATION") >= PostDataPhase("PUBLICATION TABLES IN SCHEMA") {
+		t.Error("a publication is not built before its tables and schemas")
+	}
 	want := map[string]int{"CONSTRAINT": 0, "INDEX": 0, "INDEX ATTACH": 1, "FK CONSTRAINT": 2, "TRIGGER": 2, "POLICY": 2, "COMMENT": 3, "DEFAULT ACL": 2}
 	for desc, phase := range want {
 		if got, ok := last[desc]; !ok || got != phase {
