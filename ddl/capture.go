@@ -107,30 +107,30 @@ BEGIN
       PERFORM set_config('pgsync.ddl_rewrites_%[1]s', '', true);
     END IF;
     IF touched THEN
+      SELECT k.key INTO signing_key FROM pgsync.ddl_keys k WHERE k.job = '%[1]s';
+      who := CASE WHEN current_setting('role') = 'none' THEN session_user::text ELSE current_setting('role') END;
       guard := txid_current()::text || ' ' || statement_timestamp()::text || ' ' || md5(coalesce(current_query(), ''));
       IF coalesce(current_setting('pgsync.ddl_guard_%[1]s', true), '') <> guard THEN
         PERFORM set_config('pgsync.ddl_guard_%[1]s', guard, true);
-        SELECT k.key INTO signing_key FROM pgsync.ddl_keys k WHERE k.job = '%[1]s';
-        who := CASE WHEN current_setting('role') = 'none' THEN session_user::text ELSE current_setting('role') END;
         payload := json_build_object('job', '%[1]s', 'query', coalesce(current_query(), ''), 'search_path', caller_path,
                                      'role', who, 'tag', TG_TAG)::text;
-        %[5]s json_build_object('payload', payload,
-          'sig', encode(sha256(convert_to(signing_key || encode(sha256(convert_to(signing_key || payload, 'UTF8')), 'hex'), 'UTF8')), 'hex'))::text);
-      END IF;
+` + sendSigned + `      END IF;
       IF cardinality(elsewhere) > 0 THEN
         -- Its own record, after the statement's: run refuses it (where.go).
-        SELECT k.key INTO signing_key FROM pgsync.ddl_keys k WHERE k.job = '%[1]s';
-        who := CASE WHEN current_setting('role') = 'none' THEN session_user::text ELSE current_setting('role') END;
         payload := json_build_object('job', '%[1]s', 'query', coalesce(current_query(), ''), 'search_path', caller_path,
                                      'role', who, 'tag', TG_TAG, 'elsewhere', array_to_json(elsewhere))::text;
-        %[5]s json_build_object('payload', payload,
-          'sig', encode(sha256(convert_to(signing_key || encode(sha256(convert_to(signing_key || payload, 'UTF8')), 'hex'), 'UTF8')), 'hex'))::text);
-      END IF;
+` + sendSigned + `      END IF;
     END IF;
   END IF;
   PERFORM pg_catalog.set_config('search_path', caller_path, true);
 END
 $pgsync$`
+
+// sendSigned sends payload with its signature by signing_key (the hash
+// Sign recomputes) through %[5]s: emitMessage or insertRow.
+const sendSigned = `        %[5]s json_build_object('payload', payload,
+          'sig', encode(sha256(convert_to(signing_key || encode(sha256(convert_to(signing_key || payload, 'UTF8')), 'hex'), 'UTF8')), 'hex'))::text);
+`
 
 // emitMessage sends a record as a transactional logical decoding message
 // (PostgreSQL 14+, whose pgoutput forwards them).

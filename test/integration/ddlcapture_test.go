@@ -74,22 +74,7 @@ func TestDDLCaptureApplied(t *testing.T) {
 	e.srcExec("DELETE FROM fresh WHERE id = 4")
 	e.srcExec("INSERT INTO items (id, w) VALUES (54, 54)") // the last write
 
-	eventually(t, 60*time.Second, "the last write on the target", func() bool {
-		return queryOne[int](t, e.tgt, "SELECT count(*) FROM items WHERE id = 54") == 1
-	})
-	run.kill9(t)
-	log := run.stderr.String()
-	if strings.Contains(log, "level=ERROR") {
-		t.Errorf("run logged an error:\n%s", log)
-	}
-	for _, want := range []string{"ADD COLUMN note", "CREATE INDEX items_v", "RENAME COLUMN v TO w", "CREATE TABLE fresh"} {
-		if !strings.Contains(log, want) {
-			t.Errorf("run's log does not name the applied statement %q:\n%s", want, log)
-		}
-	}
-	if !queryOne[bool](t, e.tgt, "SELECT to_regclass('public.items_v') IS NOT NULL") {
-		t.Error("index items_v is missing on the target")
-	}
+	e.awaitCapturedDDL(run)
 	if got := queryOne[string](t, e.tgt, "SELECT string_agg(id || ':' || w || ':' || note, ',' ORDER BY id) FROM items WHERE id IN (1, 51, 52, 53)"); got != "1:1001:x,51:51:x,52:52:y,53:53:z" {
 		t.Errorf("items on the target: %s", got)
 	}
@@ -133,12 +118,7 @@ func TestDDLCaptureRejectedStops(t *testing.T) {
 	if r.code != 1 {
 		t.Fatalf("run: exit %d, want 1\n%s", r.code, r.stderr)
 	}
-	var line string
-	for _, l := range strings.Split(r.stderr, "\n") {
-		if strings.HasPrefix(l, "pgsync: ") {
-			line = l
-		}
-	}
+	line := lastErrorLine(r.stderr)
 	m := ddlStop.FindStringSubmatch(line)
 	if m == nil || !strings.Contains(line, "CREATE INDEX taken ON items (v)") || !strings.Contains(line, "already exists") ||
 		!strings.Contains(line, "pgsync run --skip-ddl "+m[1]) {
@@ -198,4 +178,28 @@ func TestDDLCaptureStreamedTransaction(t *testing.T) {
 		t.Errorf("items.extra on the target: %s rows at the default and at their id, want 19050 20001", got)
 	}
 	e.mustVerify()
+}
+
+// awaitCapturedDDL waits until the captured statements' scenario's last
+// write (items 54) is on the target, stops run, and checks that run logged
+// no error, named each applied statement and built index items_v.
+func (e *env) awaitCapturedDDL(run *background) {
+	t := e.t
+	t.Helper()
+	eventually(t, 60*time.Second, "the last write on the target", func() bool {
+		return queryOne[int](t, e.tgt, "SELECT count(*) FROM items WHERE id = 54") == 1
+	})
+	run.kill9(t)
+	log := run.stderr.String()
+	if strings.Contains(log, "level=ERROR") {
+		t.Errorf("run logged an error:\n%s", log)
+	}
+	for _, want := range []string{"ADD COLUMN note", "CREATE INDEX items_v", "RENAME COLUMN v TO w", "CREATE TABLE fresh"} {
+		if !strings.Contains(log, want) {
+			t.Errorf("run's log does not name the applied statement %q:\n%s", want, log)
+		}
+	}
+	if !queryOne[bool](t, e.tgt, "SELECT to_regclass('public.items_v') IS NOT NULL") {
+		t.Error("index items_v is missing on the target")
+	}
 }

@@ -78,12 +78,7 @@ func TestDDLConcurrentIndexRefused(t *testing.T) {
 	if r.code != 1 {
 		t.Fatalf("run: exit %d, want 1\n%s", r.code, r.stderr)
 	}
-	var line string
-	for _, l := range strings.Split(r.stderr, "\n") {
-		if strings.HasPrefix(l, "pgsync: ") {
-			line = l
-		}
-	}
+	line := lastErrorLine(r.stderr)
 	m := ddlStop.FindStringSubmatch(line)
 	if m == nil || !strings.Contains(line, "CREATE UNIQUE INDEX CONCURRENTLY users_email_lower_uniq") ||
 		!strings.Contains(line, "without CONCURRENTLY") || !strings.Contains(line, "pgsync run --skip-ddl "+m[1]) {

@@ -5,7 +5,6 @@ package integration
 import (
 	"strings"
 	"testing"
-	"time"
 )
 
 // The table path of job.ddl = "capture" (issue 31, point 1): a source
@@ -47,22 +46,7 @@ func TestDDLTablePathApplied(t *testing.T) {
 	e.srcExec("DELETE FROM pgsync.ddl WHERE seq = (SELECT min(seq) FROM pgsync.ddl)")
 	e.srcExec("INSERT INTO items (id, w) VALUES (54, 54)") // the last write
 
-	eventually(t, 60*time.Second, "the last write on the target", func() bool {
-		return queryOne[int](t, e.tgt, "SELECT count(*) FROM items WHERE id = 54") == 1
-	})
-	run.kill9(t)
-	log := run.stderr.String()
-	if strings.Contains(log, "level=ERROR") {
-		t.Errorf("run logged an error:\n%s", log)
-	}
-	for _, want := range []string{"ADD COLUMN note", "CREATE INDEX items_v", "RENAME COLUMN v TO w", "CREATE TABLE fresh"} {
-		if !strings.Contains(log, want) {
-			t.Errorf("run's log does not name the applied statement %q:\n%s", want, log)
-		}
-	}
-	if !queryOne[bool](t, e.tgt, "SELECT to_regclass('public.items_v') IS NOT NULL") {
-		t.Error("index items_v is missing on the target")
-	}
+	e.awaitCapturedDDL(run)
 	if queryOne[bool](t, e.tgt, "SELECT to_regclass('pgsync.ddl') IS NOT NULL") {
 		t.Error("the target has a table pgsync.ddl")
 	}
