@@ -26,14 +26,14 @@ pg-install:
 test: pg-install build bench-test
 	$(GO) vet -tags integration ./...
 	@rc=0; PGSYNC_TEST_PG_DIR=$(TEST_PG_DIR) $(GO) test -tags integration -count=1 -timeout 45m ./... || rc=$$?; \
-	  PGSYNC_PG_DIR=$(TEST_PG_DIR) PGSYNC_SOURCE_PORT=56432 PGSYNC_TARGET_PORT=56433 bash scripts/local-pg.sh destroy >/dev/null 2>&1; \
+	  PGSYNC_PG_DIR=$(TEST_PG_DIR) PGSYNC_SOURCE_PORT=26432 PGSYNC_TARGET_PORT=26433 bash scripts/local-pg.sh destroy >/dev/null 2>&1; \
 	  exit $$rc
 
 # The upgrade matrix (issue 32, test/versions, build tag versions): the
 # ERP fixture moved under writes between clusters of two majors, each
 # pair SOURCE:TARGET in VERSION_PAIRS. Servers other than Debian's 15 come
 # from npm (scripts/pg-versions.sh, cached in /var/cache/pgsync/pg as
-# root); ports 56612-56617 (PGSYNC_TEST_VERSION_PORT, the first). Each pair's timings
+# root); ports 26612-26617 (PGSYNC_TEST_VERSION_PORT, the first). Each pair's timings
 # are appended to bench-results/versions.jsonl.
 VERSION_PAIRS ?= 13:15,13:16,13:18,14:17,15:18,16:17,17:18
 test-versions: pg-install

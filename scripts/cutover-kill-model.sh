@@ -3,7 +3,7 @@
 # kill point, not the seeded sample make test runs: each of the three
 # cutovers of a move (forward with the way back, the rollback, forward
 # again) killed with SIGKILL after each of its statements in turn, then
-# rerun, on clusters of its own (ports 56652/56653). Writes the counts and
+# rerun, on clusters of its own (ports 26652/26653). Writes the counts and
 # every point's outcome to bench-results/reliability/cutover-kill.txt; exits
 # 1 when a point fails. docs/reliability.md quotes the latest result.
 set -euo pipefail
@@ -16,7 +16,7 @@ began=$(date -u +%FT%TZ)
 commit=$(git rev-parse --short HEAD)
 rc=0
 PGSYNC_CUTOVER_KILL_ALL=1 \
-  PGSYNC_TEST_PG_DIR=/tmp/pgsync-cutover-kill-pg PGSYNC_TEST_SOURCE_PORT=56652 PGSYNC_TEST_TARGET_PORT=56653 \
+  PGSYNC_TEST_PG_DIR=/tmp/pgsync-cutover-kill-pg PGSYNC_TEST_SOURCE_PORT=26652 PGSYNC_TEST_TARGET_PORT=26653 \
   timeout 100m go test -tags integration -count=1 -timeout 95m -run '^TestCutoverKillModel$' -v ./test/integration/ >"$out.log" 2>&1 || rc=$?
 {
   echo "# scripts/cutover-kill-model.sh at $commit from $began to $(date -u +%FT%TZ); exit $rc"

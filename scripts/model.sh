@@ -2,7 +2,7 @@
 # The lifecycle model test (test/integration/model_test.go) run longer than
 # make test runs it: MODEL_SEQUENCES (default 40) seeded sequences of
 # MODEL_STEPS (default 16) commands from MODEL_SEED (default 1000), on
-# clusters of its own (ports 56632/56633). Writes the outcome and every
+# clusters of its own (ports 26632/26633). Writes the outcome and every
 # step to bench-results/reliability/model.txt; exits 1 when a sequence
 # fails. docs/reliability.md quotes the latest result.
 set -euo pipefail
@@ -15,7 +15,7 @@ seqs=${MODEL_SEQUENCES:-40} steps=${MODEL_STEPS:-16} seed=${MODEL_SEED:-1000}
 began=$(date -u +%FT%TZ)
 rc=0
 PGSYNC_MODEL_SEQUENCES=$seqs PGSYNC_MODEL_STEPS=$steps PGSYNC_MODEL_SEED=$seed \
-  PGSYNC_TEST_PG_DIR=/tmp/pgsync-model-pg PGSYNC_TEST_SOURCE_PORT=56632 PGSYNC_TEST_TARGET_PORT=56633 \
+  PGSYNC_TEST_PG_DIR=/tmp/pgsync-model-pg PGSYNC_TEST_SOURCE_PORT=26632 PGSYNC_TEST_TARGET_PORT=26633 \
   timeout 60m go test -tags integration -count=1 -timeout 55m -run '^TestLifecycleModel$' -v ./test/integration/ >"$out.log" 2>&1 || rc=$?
 {
   echo "# scripts/model.sh at $(git rev-parse --short HEAD) from $began to $(date -u +%FT%TZ)"

@@ -25,8 +25,11 @@ import (
 var (
 	repoRoot   string
 	pgsyncBin  string
-	sourcePort = envOr("PGSYNC_TEST_SOURCE_PORT", "56432")
-	targetPort = envOr("PGSYNC_TEST_TARGET_PORT", "56433")
+	// Below the ephemeral range (32768-60999): a client socket of any
+	// process may hold a port inside it, and the cluster then cannot
+	// listen (seen once with 56432).
+	sourcePort = envOr("PGSYNC_TEST_SOURCE_PORT", "26432")
+	targetPort = envOr("PGSYNC_TEST_TARGET_PORT", "26433")
 	pgDir      = envOr("PGSYNC_TEST_PG_DIR", "/tmp/pgsync-test-pg")
 	dbSeq      atomic.Int64
 )

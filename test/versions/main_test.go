@@ -34,7 +34,7 @@ var (
 	workDir string
 	pairs   []pair
 	// basePort is the first of the ports the tests use (six of them).
-	basePort = envInt("PGSYNC_TEST_VERSION_PORT", 56612)
+	basePort = envInt("PGSYNC_TEST_VERSION_PORT", 26612)
 
 	startedMu sync.Mutex
 	started   []string // cluster dirs, stopped by TestMain whatever happened
