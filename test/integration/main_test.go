@@ -23,8 +23,8 @@ import (
 )
 
 var (
-	repoRoot   string
-	pgsyncBin  string
+	repoRoot  string
+	pgsyncBin string
 	// Below the ephemeral range (32768-60999): a client socket of any
 	// process may hold a port inside it, and the cluster then cannot
 	// listen (seen once with 56432).
