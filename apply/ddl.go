@@ -63,6 +63,11 @@ func (a *Applier) DDL(ctx context.Context, m pgoutput.Message) error {
 	if err != nil {
 		return a.failDDL(ctx, m.LSN, rec.Query, err)
 	}
+	if rec.Outside {
+		a.logger().Info("DDL on objects outside the job's schemas ignored", "lsn", m.LSN.String(), "commit_lsn", a.sourceLSN.String(),
+			"role_on_source", rec.Role, "statement", ddl.Short(rec.Query))
+		return nil
+	}
 	if a.streamed {
 		// The dispatcher gives such a transaction to its spool; this is
 		// the guard.

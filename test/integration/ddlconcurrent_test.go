@@ -80,3 +80,38 @@ func TestDDLConcurrentIndexCut(t *testing.T) {
 	}
 	e.assertSameApp()
 }
+
+// TestDDLOutsideJobLogged: DDL on objects outside the job's schemas (the
+// job selects public.*) is not run on the target; run names each such
+// statement in an INFO line, and applies the job's own writes around it.
+func TestDDLOutsideJobLogged(t *testing.T) {
+	e := newEnv(t, histUsers, "ddl = \"capture\"\n")
+	e.srcExec("CREATE SCHEMA reporting")
+	e.mustPgsync("bootstrap")
+	outside := []string{
+		"CREATE TABLE reporting.daily (day date PRIMARY KEY, n int)",
+		"ALTER TABLE reporting.daily ADD COLUMN m int",
+		"CREATE INDEX daily_n ON reporting.daily (n)",
+		"DROP INDEX reporting.daily_n",
+	}
+	for i, st := range outside {
+		e.srcExec(st)
+		e.srcExec(fmt.Sprintf("INSERT INTO users (email, name) VALUES ('o%d@example.com', 'o%d')", i, i))
+	}
+	e.srcExec("CREATE TEMP TABLE scratch (x int)")
+	r := e.mustPgsync("run", "--until-caught-up")
+	for _, st := range outside {
+		if !strings.Contains(r.stderr, `msg="DDL on objects outside the job's schemas ignored"`) || !strings.Contains(r.stderr, `statement="`+st+`"`) {
+			t.Errorf("run's log does not name %q as ignored:\n%s", st, r.stderr)
+		}
+	}
+	if strings.Contains(r.stderr, "scratch") || strings.Contains(r.stderr, "level=ERROR") {
+		t.Errorf("run logged a temporary table or an error:\n%s", r.stderr)
+	}
+	if queryOne[bool](t, e.tgt, "SELECT to_regclass('reporting.daily') IS NOT NULL") {
+		t.Errorf("table reporting.daily exists on the target")
+	}
+	if got := queryOne[string](t, e.tgt, "SELECT string_agg(name, ',' ORDER BY id) FROM users WHERE id > 20"); got != "o0,o1,o2,o3" {
+		t.Errorf("users written around the statements on the target: %s, want o0,o1,o2,o3", got)
+	}
+}
