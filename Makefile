@@ -58,7 +58,7 @@ demo: pg-install build
 # pgcopydb --follow; 3 runs each), the copy, the catch-up and one large
 # transaction. 16 minutes on 2 cores at d99166e. The bench clusters are stopped
 # at the end, pass or fail. bash scripts/bench-all.sh runs every benchmark.
-BENCH_PG := PGSYNC_PG_DIR=/tmp/pgsync-bench-pg PGSYNC_SOURCE_PORT=57432 PGSYNC_TARGET_PORT=57433
+BENCH_PG := PGSYNC_PG_DIR=/tmp/pgsync-bench-pg PGSYNC_SOURCE_PORT=26562 PGSYNC_TARGET_PORT=26563
 bench: pg-install build
 	@rc=0; \
 	  (cd scripts/bench && $(GO) run ./harness -root ../.. move && \
