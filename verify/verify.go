@@ -47,17 +47,44 @@ func hashSQL(t *catalog.Table, casts map[string]string, only bool) string {
 FROM (SELECT md5(ROW(%s)::text) AS h FROM %s%s) rows`, t.CopiedColumnsCast(casts), map[bool]string{true: "ONLY ", false: ""}[only], t.Ident())
 }
 
-// hashTable hashes t on conn, its columns read as casts says, in conn's
-// session and transaction (a snapshot the caller holds, or none).
-func hashTable(ctx context.Context, conn *pgx.Conn, t *catalog.Table, casts map[string]string, only bool) (Side, error) {
-	var s Side
-	var sums string
-	if err := conn.QueryRow(ctx, hashSQL(t, casts, only)).Scan(&s.Rows, &sums); err != nil {
-		return s, fmt.Errorf("hash %s: %w", t, err)
+// hashBatch is how many tables' hashes are asked for in one round trip
+// (a pgx batch, one pipeline): thousands of small tables then cost tens of
+// round trips, not thousands, when the server is far.
+const hashBatch = 200
+
+// hashQuery is one table's hash to ask for: its columns read as casts
+// says, ONLY the table itself when only.
+type hashQuery struct {
+	t     *catalog.Table
+	casts map[string]string
+	only  bool
+}
+
+// hashTables hashes each of qs on conn, in conn's session and transaction
+// (a snapshot the caller holds, or none), all in one round trip. On an
+// error it returns the sides of the tables before the one that failed.
+func hashTables(ctx context.Context, conn *pgx.Conn, qs []hashQuery) ([]Side, error) {
+	batch := &pgx.Batch{}
+	for _, q := range qs {
+		batch.Queue(hashSQL(q.t, q.casts, q.only))
 	}
-	sum := md5.Sum([]byte(sums))
-	s.Hash = hex.EncodeToString(sum[:])
-	return s, nil
+	br := conn.SendBatch(ctx, batch)
+	sides := make([]Side, 0, len(qs))
+	for _, q := range qs {
+		var s Side
+		var sums string
+		if err := br.QueryRow().Scan(&s.Rows, &sums); err != nil {
+			_ = br.Close()
+			return sides, fmt.Errorf("hash %s: %w", q.t, err)
+		}
+		sum := md5.Sum([]byte(sums))
+		s.Hash = hex.EncodeToString(sum[:])
+		sides = append(sides, s)
+	}
+	if err := br.Close(); err != nil {
+		return sides, fmt.Errorf("hash %d tables from %s: %w", len(qs), qs[0].t, err)
+	}
+	return sides, nil
 }
 
 // comparisonCasts returns, by column, the type to read each of t's source
@@ -111,26 +138,38 @@ func Compare(ctx context.Context, source, target *pgx.Conn, tables []catalog.Tab
 	}
 	targets := catalog.ByName(found)
 	results = make([]Result, len(tables))
-	for i := range tables {
-		t := &tables[i]
-		results[i].Table = t.String()
-		// A table the target partitions further holds its rows in its
-		// partitions: read it whole there, ONLY on the source.
-		casts, partitioned := comparisonCasts(t, targets[t.TableName()])
-		if err := both(ctx, func(ctx context.Context) (err error) {
-			results[i].Source, err = hashTable(ctx, source, t, casts, true)
-			if err != nil {
+	for start := 0; start < len(tables); start += hashBatch {
+		end := min(start+hashBatch, len(tables))
+		var srcQs, tgtQs []hashQuery
+		for i := start; i < end; i++ {
+			t := &tables[i]
+			results[i].Table = t.String()
+			// A table the target partitions further holds its rows in its
+			// partitions: read it whole there, ONLY on the source.
+			casts, partitioned := comparisonCasts(t, targets[t.TableName()])
+			srcQs = append(srcQs, hashQuery{t: t, casts: casts, only: true})
+			tgtQs = append(tgtQs, hashQuery{t: t, only: !partitioned})
+		}
+		var srcSides, tgtSides []Side
+		err := both(ctx, func(ctx context.Context) (err error) {
+			if srcSides, err = hashTables(ctx, source, srcQs); err != nil {
 				err = fmt.Errorf("source: %w", err)
 			}
 			return err
 		}, func(ctx context.Context) (err error) {
-			results[i].Target, err = hashTable(ctx, target, t, nil, !partitioned)
-			if err != nil {
+			if tgtSides, err = hashTables(ctx, target, tgtQs); err != nil {
 				err = fmt.Errorf("target: %w", err)
 			}
 			return err
-		}); err != nil {
-			return results[:i], err
+		})
+		for i := range srcSides {
+			results[start+i].Source = srcSides[i]
+		}
+		for i := range tgtSides {
+			results[start+i].Target = tgtSides[i]
+		}
+		if err != nil {
+			return results[:start+min(len(srcSides), len(tgtSides))], err
 		}
 	}
 	return results, nil
