@@ -115,8 +115,7 @@ func CreateSlot(ctx context.Context, conn *pgconn.PgConn, n Names) (*Slot, error
 }
 
 func createSlot(ctx context.Context, conn *pgconn.PgConn, name string, temporary bool) (*Slot, error) {
-	res, err := pglogrepl.CreateReplicationSlot(ctx, conn, name, "pgoutput",
-		pglogrepl.CreateReplicationSlotOptions{Temporary: temporary, Mode: pglogrepl.LogicalReplication, SnapshotAction: "EXPORT_SNAPSHOT"})
+	res, err := pglogrepl.ParseCreateReplicationSlot(conn.Exec(ctx, createSlotSQL(name, temporary, ServerMajor(conn))))
 	if err != nil {
 		return nil, fmt.Errorf("create replication slot %s: %w", name, err)
 	}
@@ -126,6 +125,31 @@ func createSlot(ctx context.Context, conn *pgconn.PgConn, name string, temporary
 		return nil, fmt.Errorf("create replication slot %s: consistent point %q: %w", name, res.ConsistentPoint, err)
 	}
 	return &Slot{Conn: conn, SnapshotName: res.SnapshotName, ConsistentPoint: lsn}, nil
+}
+
+// FailoverSlotsMajor is the first major whose logical slots can be
+// failover slots: created with FAILOVER true, a standby with
+// sync_replication_slots = on keeps a copy of the slot, and the walsender
+// sends nothing a standby listed in synchronized_standby_slots has not
+// received, so after a promotion the job continues from the new primary.
+const FailoverSlotsMajor = 17
+
+// createSlotSQL is the CREATE_REPLICATION_SLOT command of a pgoutput slot
+// with an exported snapshot. On a source with failover slots a permanent
+// slot is one: pglogrepl's CreateReplicationSlot writes the old syntax
+// (EXPORT_SNAPSHOT as a keyword), which has no place for FAILOVER, so the
+// option-list form (PostgreSQL 15+) is written here. A temporary slot
+// cannot be a failover slot (the server refuses), nor needs to: it lasts
+// one connection. Older sources keep the old syntax they all know.
+func createSlotSQL(name string, temporary bool, major int) string {
+	tmp := ""
+	if temporary {
+		tmp = " TEMPORARY"
+	}
+	if major >= FailoverSlotsMajor && !temporary {
+		return "CREATE_REPLICATION_SLOT " + catalog.QuoteIdent(name) + " LOGICAL pgoutput (SNAPSHOT 'export', FAILOVER true)"
+	}
+	return "CREATE_REPLICATION_SLOT " + name + tmp + " LOGICAL pgoutput EXPORT_SNAPSHOT"
 }
 
 // CreateTemporarySlot creates a temporary logical slot named name with an
