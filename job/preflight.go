@@ -96,6 +96,14 @@ func checkSource(ctx context.Context, c *Checks, opts Options, src *pgx.Conn) []
 		return nil
 	}
 	checkSourceSettings(c, s)
+	st, err := replication.ReadStandbys(ctx, src, s.Major)
+	if err != nil {
+		c.add(itemFailover, CheckFail, OneLine(err.Error()), "")
+	} else if found := ruleStandbySource(s.Major, st); found.Item != "" {
+		*c = append(*c, found)
+	} else {
+		*c = append(*c, ruleFailover(s.Major, st))
+	}
 	tables, err := catalog.Resolve(ctx, src, opts.Tables)
 	if err != nil {
 		c.add("tables", CheckFail, OneLine(err.Error()), "")

@@ -12,6 +12,7 @@ import (
 	"github.com/pgsync/pgsync/catalog"
 	"github.com/pgsync/pgsync/ddl"
 	"github.com/pgsync/pgsync/largeobject"
+	"github.com/pgsync/pgsync/replication"
 	"github.com/pgsync/pgsync/schemadump"
 )
 
@@ -395,4 +396,85 @@ func ruleDDLCapture(ctx context.Context, src *pgx.Conn, capture bool) CheckItem 
 		return CheckItem{Item: itemDDLCapture, Status: CheckFail, Detail: problem, Fix: fix}
 	}
 	return CheckItem{Item: itemDDLCapture, Status: CheckOK, Detail: detail}
+}
+
+// The items of the source's high-availability rules.
+const (
+	itemFailover      = "failover"
+	itemStandbySource = "standby source"
+)
+
+// standbySlotsFix is what makes a standby keep a copy of the job's slot
+// that is never behind the target: the primary's side, then the
+// standby's, where only the standby can say whether it is done.
+const standbySlotsFix = "give each standby a physical slot (primary_slot_name), name them on the source in synchronized_standby_slots " +
+	"(ALTER SYSTEM SET synchronized_standby_slots = '<slot>,...'; SELECT pg_reload_conf()), and on each standby set " +
+	"sync_replication_slots = on, hot_standby_feedback = on and dbname in primary_conninfo"
+
+// ruleFailover says whether the job's slot survives a failover of the
+// source (major) to one of its standbys. On 17 and later the slot is a
+// failover slot (replication.createSlotSQL); a standby keeps a copy only
+// when it synchronizes slots, which only the standby can tell, and the
+// copy is never behind the target only when the standby's slot is in
+// synchronized_standby_slots: otherwise the target can get ahead of the
+// standby that becomes the primary, and hold changes the new primary
+// never had. Before 17 a slot lives on its server alone.
+func ruleFailover(major int, st replication.Standbys) CheckItem {
+	var held, loose []string
+	sync := map[string]bool{}
+	for _, s := range st.SynchronizedSlots {
+		sync[s] = true
+	}
+	for _, s := range st.Streaming {
+		switch {
+		case s.Slot == "":
+			loose = append(loose, s.Name+" (no physical slot)")
+		case !sync[s.Slot]:
+			loose = append(loose, s.Name+" (slot "+s.Slot+")")
+		default:
+			held = append(held, s.Name+" (slot "+s.Slot+")")
+		}
+	}
+	switch {
+	case major < replication.FailoverSlotsMajor && len(st.Streaming) == 0:
+		return CheckItem{Item: itemFailover, Status: CheckOK, Detail: fmt.Sprintf("no standby streams from the source; PostgreSQL %d has no failover slots (17 added them), so a standby would not get the job's slot", major)}
+	case major < replication.FailoverSlotsMajor:
+		return CheckItem{Item: itemFailover, Status: CheckWarn,
+			Detail: fmt.Sprintf("standby %s streams from the source, and PostgreSQL %d has no failover slots (17 added them): after a failover the promoted standby has no slot of the job, which starts over (bootstrap --force), and the target may hold changes the new primary never received", strings.Join(loose, ", "), major),
+			Fix:    "keep the source from failing over during the move (pause automatic failover), or move from a PostgreSQL 17 or newer source"}
+	case len(st.MissingSlots) > 0:
+		return CheckItem{Item: itemFailover, Status: CheckWarn,
+			Detail: "synchronized_standby_slots names " + strings.Join(st.MissingSlots, ", ") + ", no physical slot of the source: the walsender of the job's failover slot sends nothing until it exists, and run applies nothing",
+			Fix:    "create it for the standby that streams through it (pg_create_physical_replication_slot), or remove it from synchronized_standby_slots and reload"}
+	case len(loose) > 0:
+		return CheckItem{Item: itemFailover, Status: CheckWarn,
+			Detail: "the slot is created with failover = true, but standby " + strings.Join(loose, ", ") + " is not held back by synchronized_standby_slots: the target can get ahead of it, and after a failover to it the target holds changes the new primary never had",
+			Fix:    standbySlotsFix}
+	case len(held) > 0:
+		return CheckItem{Item: itemFailover, Status: CheckOK,
+			Detail: "the slot is created with failover = true, and synchronized_standby_slots holds it back for standby " + strings.Join(held, ", ") +
+				"; whether a standby keeps a copy only the standby can tell (sync_replication_slots = on, hot_standby_feedback = on, dbname in primary_conninfo; after bootstrap, SELECT slot_name, synced FROM pg_replication_slots there)"}
+	}
+	return CheckItem{Item: itemFailover, Status: CheckOK, Detail: "the slot is created with failover = true; no standby streams from the source, so none keeps a copy of it yet (" + standbySlotsFix + ")"}
+}
+
+// ruleStandbySource fails when the source is a hot standby. PostgreSQL 16
+// and later decode on a standby, and on 17 the slot's exported snapshot
+// works there too (docs/operations.md), but what pgsync runs on the
+// source beside the slot does not: CREATE PUBLICATION and the DDL
+// capture's objects are writes, pg_current_wal_lsn() and txid_current()
+// (the positions run, status and cutover wait for) are refused during
+// recovery, and cutover's lock must hold the primary's writers. Refused
+// here, bootstrap writes nothing on either side.
+func ruleStandbySource(major int, st replication.Standbys) CheckItem {
+	if !st.InRecovery {
+		return CheckItem{}
+	}
+	why := fmt.Sprintf("PostgreSQL %d cannot decode on a standby (16 added it)", major)
+	if major >= 16 {
+		why = "the slot and its snapshot would work there, but the publication, the DDL capture, the WAL positions pgsync waits for (pg_current_wal_lsn, txid_current) and cutover's lock need the primary, which pgsync cannot be given beside a standby source"
+	}
+	return CheckItem{Item: itemStandbySource, Status: CheckFail,
+		Detail: "source.url reaches a hot standby (pg_is_in_recovery()): " + why,
+		Fix:    "point source.url at the primary; a url naming the primary and its standbys with target_session_attrs=read-write follows a failover (docs/operations.md)"}
 }

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"strings"
 	"testing"
+
+	"github.com/pgsync/pgsync/replication"
 )
 
 // A refusal carries the sentinel of its first item's rule (cmd words the
@@ -31,6 +33,52 @@ func TestRefusal(t *testing.T) {
 			if words := FailedItems([]CheckItem{it}); !strings.Contains(err.Error(), words) {
 				t.Errorf("refusal(%s) = %q, want check's words %q", tc.item, err, words)
 			}
+		}
+	}
+}
+
+// The failover rule for each kind of source: without standbys, with
+// standbys held back by synchronized_standby_slots or not, naming a slot
+// that does not exist, and before failover slots.
+func TestRuleFailover(t *testing.T) {
+	held := replication.Standby{Name: "standby1", Slot: "standby1_slot"}
+	for _, tc := range []struct {
+		name   string
+		major  int
+		st     replication.Standbys
+		status string
+		says   string
+	}{
+		{"17 alone", 17, replication.Standbys{}, CheckOK, "failover = true; no standby streams"},
+		{"17 held", 17, replication.Standbys{Streaming: []replication.Standby{held}, SynchronizedSlots: []string{"standby1_slot"}}, CheckOK, "holds it back for standby standby1 (slot standby1_slot)"},
+		{"17 standby without slot", 17, replication.Standbys{Streaming: []replication.Standby{held, {Name: "standby2"}}, SynchronizedSlots: []string{"standby1_slot"}},
+			CheckWarn, "standby standby2 (no physical slot) is not held back"},
+		{"17 slot not listed", 17, replication.Standbys{Streaming: []replication.Standby{held}}, CheckWarn, "standby1 (slot standby1_slot) is not held back"},
+		{"18 listed slot missing", 18, replication.Standbys{Streaming: []replication.Standby{held}, SynchronizedSlots: []string{"standby1_slot", "gone"}, MissingSlots: []string{"gone"}},
+			CheckWarn, "names gone, no physical slot"},
+		{"16 alone", 16, replication.Standbys{}, CheckOK, "PostgreSQL 16 has no failover slots"},
+		{"13 with a standby", 13, replication.Standbys{Streaming: []replication.Standby{held}}, CheckWarn, "PostgreSQL 13 has no failover slots"},
+	} {
+		got := ruleFailover(tc.major, tc.st)
+		if got.Item != itemFailover || got.Status != tc.status || !strings.Contains(got.Detail, tc.says) {
+			t.Errorf("%s: ruleFailover = %+v, want %s saying %q", tc.name, got, tc.status, tc.says)
+		}
+		if got.Status == CheckWarn && got.Fix == "" {
+			t.Errorf("%s: a WARN without a fix: %+v", tc.name, got)
+		}
+	}
+}
+
+// A standby source is refused, with why for its major; a primary is no
+// finding.
+func TestRuleStandbySource(t *testing.T) {
+	if got := ruleStandbySource(17, replication.Standbys{}); got.Item != "" {
+		t.Errorf("a primary: %+v, want no finding", got)
+	}
+	for major, says := range map[int]string{15: "PostgreSQL 15 cannot decode on a standby", 17: "need the primary"} {
+		got := ruleStandbySource(major, replication.Standbys{InRecovery: true})
+		if got.Status != CheckFail || !strings.Contains(got.Detail, says) || got.Fix == "" {
+			t.Errorf("a standby of %d: %+v, want FAIL saying %q with a fix", major, got, says)
 		}
 	}
 }
