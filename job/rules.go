@@ -458,23 +458,54 @@ func ruleFailover(major int, st replication.Standbys) CheckItem {
 	return CheckItem{Item: itemFailover, Status: CheckOK, Detail: "the slot is created with failover = true; no standby streams from the source, so none keeps a copy of it yet (" + standbySlotsFix + ")"}
 }
 
-// ruleStandbySource fails when the source is a hot standby. PostgreSQL 16
-// and later decode on a standby, and on 17 the slot's exported snapshot
-// works there too (docs/operations.md), but what pgsync runs on the
-// source beside the slot does not: CREATE PUBLICATION and the DDL
-// capture's objects are writes, pg_current_wal_lsn() and txid_current()
-// (the positions run, status and cutover wait for) are refused during
-// recovery, and cutover's lock must hold the primary's writers. Refused
-// here, bootstrap writes nothing on either side.
-func ruleStandbySource(major int, st replication.Standbys) CheckItem {
-	if !st.InRecovery {
+// standbySource is what ruleStandbySource judges.
+type standbySource struct {
+	major      int  // the source's (source.url's) major
+	inRecovery bool // source.url reaches a hot standby
+	primarySet bool // source.primary_url is set
+	facts      replication.StandbySource
+}
+
+// ruleStandbySource judges a hot standby as the source. PostgreSQL 16
+// and later decode on a standby, and the slot's exported snapshot works
+// there (docs/operations.md), so the slot, the copy and run read the
+// standby; what a standby refuses (CREATE PUBLICATION and the DDL
+// capture's objects are writes, txid_current() cannot run in recovery,
+// and cutover's lock must hold the primary's writers) runs on the
+// primary, source.primary_url. No finding for a primary without
+// source.primary_url.
+func ruleStandbySource(in standbySource) CheckItem {
+	fail := func(detail, fix string) CheckItem {
+		return CheckItem{Item: itemStandbySource, Status: CheckFail, Detail: detail, Fix: fix}
+	}
+	f := in.facts
+	switch {
+	case !in.inRecovery && !in.primarySet:
 		return CheckItem{}
+	case !in.inRecovery:
+		return fail("source.primary_url is set, but source.url reaches a primary, not a hot standby",
+			"remove source.primary_url, or point source.url at a standby of it")
+	case in.major < 16:
+		return fail(fmt.Sprintf("source.url reaches a hot standby of PostgreSQL %d, which cannot decode on a standby (16 added it)", in.major),
+			"point source.url at the primary")
+	case !in.primarySet:
+		return fail("source.url reaches a hot standby: the publication, the DDL capture, and cutover's lock and position must run on its primary, which the job does not name",
+			"set source.primary_url to the standby's primary, or point source.url at the primary")
+	case f.PrimaryInRecovery:
+		return fail("source.primary_url reaches a standby too", "point source.primary_url at the primary of source.url")
+	case !f.SameSystem:
+		return fail("source.primary_url is not the primary of source.url: their system identifiers differ", "point source.primary_url at the primary source.url replicates from")
+	case f.PrimaryWALLevel != "logical":
+		return fail(fmt.Sprintf("the primary's wal_level is %q: decoding on a standby needs logical on the primary", f.PrimaryWALLevel),
+			"set wal_level = logical on the primary and restart it")
+	case !f.HotStandbyFeedback:
+		return fail("hot_standby_feedback is off on the standby: the primary would remove catalog rows the job's slot needs, and the standby invalidate the slot",
+			"set hot_standby_feedback = on on the standby and reload")
+	case f.PrimarySlotName == "":
+		return CheckItem{Item: itemStandbySource, Status: CheckWarn,
+			Detail: "the standby streams without a physical slot (primary_slot_name is empty): hot_standby_feedback holds the primary's cleanup back only while the standby is connected, so a disconnection can invalidate the job's slot",
+			Fix:    "create a physical slot on the primary (pg_create_physical_replication_slot), set primary_slot_name on the standby and reload"}
 	}
-	why := fmt.Sprintf("PostgreSQL %d cannot decode on a standby (16 added it)", major)
-	if major >= 16 {
-		why = "the slot and its snapshot would work there, but the publication, the DDL capture, the WAL positions pgsync waits for (pg_current_wal_lsn, txid_current) and cutover's lock need the primary, which pgsync cannot be given beside a standby source"
-	}
-	return CheckItem{Item: itemStandbySource, Status: CheckFail,
-		Detail: "source.url reaches a hot standby (pg_is_in_recovery()): " + why,
-		Fix:    "point source.url at the primary; a url naming the primary and its standbys with target_session_attrs=read-write follows a failover (docs/operations.md)"}
+	return CheckItem{Item: itemStandbySource, Status: CheckOK,
+		Detail: fmt.Sprintf("source.url is a hot standby of PostgreSQL %d (physical slot %s, hot_standby_feedback on): the slot, its snapshot, the copy and run read it; the publication, the DDL capture, and cutover's lock and position are the primary's (source.primary_url)", in.major, f.PrimarySlotName)}
 }

@@ -69,16 +69,39 @@ func TestRuleFailover(t *testing.T) {
 	}
 }
 
-// A standby source is refused, with why for its major; a primary is no
-// finding.
+// A standby source: each refusal with its fix, the warning without a
+// physical slot, and the accepted case; a primary without
+// source.primary_url is no finding.
 func TestRuleStandbySource(t *testing.T) {
-	if got := ruleStandbySource(17, replication.Standbys{}); got.Item != "" {
-		t.Errorf("a primary: %+v, want no finding", got)
+	good := replication.StandbySource{HotStandbyFeedback: true, PrimarySlotName: "standby1", SameSystem: true, PrimaryWALLevel: "logical"}
+	with := func(f func(*replication.StandbySource)) replication.StandbySource {
+		ss := good
+		f(&ss)
+		return ss
 	}
-	for major, says := range map[int]string{15: "PostgreSQL 15 cannot decode on a standby", 17: "need the primary"} {
-		got := ruleStandbySource(major, replication.Standbys{InRecovery: true})
-		if got.Status != CheckFail || !strings.Contains(got.Detail, says) || got.Fix == "" {
-			t.Errorf("a standby of %d: %+v, want FAIL saying %q with a fix", major, got, says)
+	for _, tc := range []struct {
+		name   string
+		in     standbySource
+		status string
+		says   string
+	}{
+		{"a primary", standbySource{major: 17}, "", ""},
+		{"a primary named primary", standbySource{major: 17, primarySet: true}, CheckFail, "reaches a primary, not a hot standby"},
+		{"a standby of 15", standbySource{major: 15, inRecovery: true, primarySet: true}, CheckFail, "PostgreSQL 15, which cannot decode on a standby"},
+		{"no primary_url", standbySource{major: 17, inRecovery: true}, CheckFail, "does not name"},
+		{"primary_url a standby", standbySource{major: 17, inRecovery: true, primarySet: true, facts: with(func(s *replication.StandbySource) { s.PrimaryInRecovery = true })}, CheckFail, "reaches a standby too"},
+		{"another cluster", standbySource{major: 17, inRecovery: true, primarySet: true, facts: with(func(s *replication.StandbySource) { s.SameSystem = false })}, CheckFail, "system identifiers differ"},
+		{"replica wal_level", standbySource{major: 16, inRecovery: true, primarySet: true, facts: with(func(s *replication.StandbySource) { s.PrimaryWALLevel = "replica" })}, CheckFail, `wal_level is "replica"`},
+		{"no feedback", standbySource{major: 17, inRecovery: true, primarySet: true, facts: with(func(s *replication.StandbySource) { s.HotStandbyFeedback = false })}, CheckFail, "hot_standby_feedback is off"},
+		{"no physical slot", standbySource{major: 17, inRecovery: true, primarySet: true, facts: with(func(s *replication.StandbySource) { s.PrimarySlotName = "" })}, CheckWarn, "without a physical slot"},
+		{"accepted", standbySource{major: 16, inRecovery: true, primarySet: true, facts: good}, CheckOK, "hot standby of PostgreSQL 16 (physical slot standby1"},
+	} {
+		got := ruleStandbySource(tc.in)
+		if got.Status != tc.status || !strings.Contains(got.Detail, tc.says) {
+			t.Errorf("%s: ruleStandbySource = %+v, want %q saying %q", tc.name, got, tc.status, tc.says)
+		}
+		if (got.Status == CheckFail || got.Status == CheckWarn) && got.Fix == "" {
+			t.Errorf("%s: no fix: %+v", tc.name, got)
 		}
 	}
 }

@@ -115,7 +115,10 @@ func CreateSlot(ctx context.Context, conn *pgconn.PgConn, n Names) (*Slot, error
 }
 
 func createSlot(ctx context.Context, conn *pgconn.PgConn, name string, temporary bool) (*Slot, error) {
-	res, err := pglogrepl.ParseCreateReplicationSlot(conn.Exec(ctx, createSlotSQL(name, temporary, ServerMajor(conn))))
+	// A standby reports in_hot_standby (14+), and refuses a failover slot:
+	// only a primary's slots are synchronized to standbys.
+	failover := ServerMajor(conn) >= FailoverSlotsMajor && !temporary && conn.ParameterStatus("in_hot_standby") != "on"
+	res, err := pglogrepl.ParseCreateReplicationSlot(conn.Exec(ctx, createSlotSQL(name, temporary, failover)))
 	if err != nil {
 		return nil, fmt.Errorf("create replication slot %s: %w", name, err)
 	}
@@ -135,18 +138,19 @@ func createSlot(ctx context.Context, conn *pgconn.PgConn, name string, temporary
 const FailoverSlotsMajor = 17
 
 // createSlotSQL is the CREATE_REPLICATION_SLOT command of a pgoutput slot
-// with an exported snapshot. On a source with failover slots a permanent
-// slot is one: pglogrepl's CreateReplicationSlot writes the old syntax
-// (EXPORT_SNAPSHOT as a keyword), which has no place for FAILOVER, so the
-// option-list form (PostgreSQL 15+) is written here. A temporary slot
-// cannot be a failover slot (the server refuses), nor needs to: it lasts
-// one connection. Older sources keep the old syntax they all know.
-func createSlotSQL(name string, temporary bool, major int) string {
+// with an exported snapshot, a failover slot when failover is set (a
+// permanent slot on a primary with failover slots: the server refuses
+// one that is temporary, which lasts one connection anyway, and one on a
+// standby). pglogrepl's CreateReplicationSlot writes the old syntax
+// (EXPORT_SNAPSHOT as a keyword), which has no place for FAILOVER, so
+// the option-list form (PostgreSQL 15+) is written here; other slots keep
+// the old syntax, which every supported major knows.
+func createSlotSQL(name string, temporary, failover bool) string {
 	tmp := ""
 	if temporary {
 		tmp = " TEMPORARY"
 	}
-	if major >= FailoverSlotsMajor && !temporary {
+	if failover {
 		return "CREATE_REPLICATION_SLOT " + catalog.QuoteIdent(name) + " LOGICAL pgoutput (SNAPSHOT 'export', FAILOVER true)"
 	}
 	return "CREATE_REPLICATION_SLOT " + name + tmp + " LOGICAL pgoutput EXPORT_SNAPSHOT"
@@ -270,6 +274,16 @@ func slotError(n Names, start pglogrepl.LSN, err error) error {
 
 // Drop removes the job's slot and publication; missing ones are fine.
 func Drop(ctx context.Context, conn *pgx.Conn, n Names) error {
+	if err := DropSlot(ctx, conn, n); err != nil {
+		return err
+	}
+	return DropPublication(ctx, conn, n)
+}
+
+// DropSlot removes the job's slot unless it is missing; an active one is
+// ErrSlotActive. On a standby source the slot is the standby's and the
+// publication the primary's: Drop's two halves run on each.
+func DropSlot(ctx context.Context, conn *pgx.Conn, n Names) error {
 	var active bool
 	var pid *int32
 	err := conn.QueryRow(ctx, `SELECT active, active_pid FROM pg_replication_slots WHERE slot_name = $1`, n.Slot).Scan(&active, &pid)
@@ -288,6 +302,11 @@ func Drop(ctx context.Context, conn *pgx.Conn, n Names) error {
 			return fmt.Errorf("drop slot %s: %w", n.Slot, err)
 		}
 	}
+	return nil
+}
+
+// DropPublication removes the job's publication unless it is missing.
+func DropPublication(ctx context.Context, conn *pgx.Conn, n Names) error {
 	if _, err := conn.Exec(ctx, "DROP PUBLICATION IF EXISTS "+catalog.QuoteIdent(n.Publication)); err != nil {
 		return fmt.Errorf("drop publication %s: %w", n.Publication, err)
 	}
@@ -314,6 +333,11 @@ type SlotStatus struct {
 	SourceNow time.Time
 }
 
+// headLSN is the source's WAL position in SQL: on a standby source, where
+// pg_current_wal_lsn() is refused, the position it has replayed, which
+// is as far as its walsenders decode.
+const headLSN = "CASE WHEN pg_is_in_recovery() THEN pg_last_wal_replay_lsn() ELSE pg_current_wal_lsn() END"
+
 // Status reads the slot's state and the source's current WAL position.
 func Status(ctx context.Context, conn *pgx.Conn, n Names) (SlotStatus, error) {
 	var s SlotStatus
@@ -326,7 +350,7 @@ func Status(ctx context.Context, conn *pgx.Conn, n Names) (SlotStatus, error) {
 		limits = `'', NULL::bigint, -1::bigint`
 	}
 	err := conn.QueryRow(ctx, `
-SELECT s.slot_name IS NOT NULL, coalesce(s.active, false), coalesce(s.confirmed_flush_lsn, '0/0'), coalesce(s.restart_lsn, '0/0'), pg_current_wal_lsn(),
+SELECT s.slot_name IS NOT NULL, coalesce(s.active, false), coalesce(s.confirmed_flush_lsn, '0/0'), coalesce(s.restart_lsn, '0/0'), `+headLSN+`,
        `+limits+`,
        now()
 FROM (SELECT 1) one LEFT JOIN pg_replication_slots s ON s.slot_name = $1`, n.Slot).Scan(&s.Exists, &s.Active, &s.ConfirmedFlushLSN, &s.RestartLSN, &s.CurrentWALLSN,
@@ -392,9 +416,13 @@ func fullXid(next uint64, xid uint32) uint64 {
 // wrote nothing), is flushed by the WAL writer within wal_writer_delay,
 // with everything before it. It costs the source one transaction ID and
 // an empty transaction, which pgoutput does not send.
+//
+// On a standby source it is the position the standby has replayed (a
+// standby cannot assign a transaction ID, and replays whole records
+// only), in the same round trip.
 func CommittedHead(ctx context.Context, conn *pgx.Conn) (pglogrepl.LSN, error) {
 	var head pglogrepl.LSN
-	if err := conn.QueryRow(ctx, "SELECT pg_current_wal_lsn(), txid_current()").Scan(&head, nil); err != nil {
+	if err := conn.QueryRow(ctx, "SELECT "+headLSN+", CASE WHEN NOT pg_is_in_recovery() THEN txid_current() END").Scan(&head, nil); err != nil {
 		return 0, fmt.Errorf("read the source's WAL position: %w", err)
 	}
 	return head, nil

@@ -93,3 +93,41 @@ func splitList(s string) []string {
 	}
 	return out
 }
+
+// StandbySource is what decides whether a hot standby can be a job's
+// source, read on the standby and on the primary named beside it.
+type StandbySource struct {
+	// HotStandbyFeedback (the standby's hot_standby_feedback) keeps the
+	// primary from removing catalog rows the standby's slot still needs;
+	// without it the slot is invalidated.
+	HotStandbyFeedback bool
+	// PrimarySlotName is the standby's primary_slot_name: without a
+	// physical slot, the feedback holds only while the standby is
+	// connected.
+	PrimarySlotName string
+	// SameSystem: the primary's system identifier is the standby's (the
+	// primary url names this standby's primary, not another cluster).
+	SameSystem bool
+	// PrimaryInRecovery: the primary url reaches a standby too.
+	PrimaryInRecovery bool
+	// PrimaryWALLevel is the primary's wal_level: logical decoding on a
+	// standby needs logical on the primary.
+	PrimaryWALLevel string
+}
+
+// ReadStandbySource reads what StandbySource holds, on the standby and
+// on its primary.
+func ReadStandbySource(ctx context.Context, standby, primary *pgx.Conn) (StandbySource, error) {
+	var ss StandbySource
+	var standbyID, primaryID int64
+	if err := standby.QueryRow(ctx, `SELECT current_setting('hot_standby_feedback')::bool, current_setting('primary_slot_name'),
+       (SELECT system_identifier FROM pg_control_system())`).Scan(&ss.HotStandbyFeedback, &ss.PrimarySlotName, &standbyID); err != nil {
+		return ss, fmt.Errorf("read the standby source's settings: %w", err)
+	}
+	if err := primary.QueryRow(ctx, `SELECT pg_is_in_recovery(), current_setting('wal_level'), (SELECT system_identifier FROM pg_control_system())`).
+		Scan(&ss.PrimaryInRecovery, &ss.PrimaryWALLevel, &primaryID); err != nil {
+		return ss, fmt.Errorf("read the source primary's settings: %w", err)
+	}
+	ss.SameSystem = standbyID == primaryID
+	return ss, nil
+}
