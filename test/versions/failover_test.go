@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -131,7 +132,7 @@ func TestFailover17(t *testing.T) {
 	}
 	lastCommit := w.lastCommit()
 	n := connect(t, standby.url) // the new primary
-	run.awaitConfirmedSlot(t, n, "pgsync_upgrade", 2*time.Minute, "run to apply the new primary's writes")
+	run.awaitConfirmedSlot(t, n, n, "pgsync_upgrade", 2*time.Minute, "run to apply the new primary's writes")
 	res.CatchUpSeconds = time.Since(lastCommit).Seconds()
 	res.LagBytesAfter = status(t, cfg).bytes
 	if res.LagBytesAfter != 0 {
@@ -159,6 +160,10 @@ func TestFailover17(t *testing.T) {
 	appendResult(t, "failover.jsonl", &res.Date, &res.Commit, &res)
 }
 
+// writerRole is the application's role in the standby tests, which
+// cutover locks.
+const writerRole = "app_writer"
+
 // failoverSchema is the moved database: acks holds one row per writer
 // transaction, counter counts the transactions (a transaction applied
 // twice counts twice), both on source and target.
@@ -183,7 +188,9 @@ func startPrimaryAndStandby(t *testing.T, primaryPort, standbyPort int) (primary
 	exec1(t, admin, "create database", "CREATE DATABASE app")
 	exec1(t, connect(t, primary.url), "the schema on the primary", failoverSchema+`
 INSERT INTO acks (id, note) SELECT -g, 'before the move' FROM generate_series(1, 10000) g;
-INSERT INTO counter VALUES (1, 10000);`)
+INSERT INTO counter VALUES (1, 10000);
+CREATE ROLE `+writerRole+` LOGIN;
+GRANT SELECT, INSERT, UPDATE ON acks, counter TO `+writerRole)
 	exec1(t, admin, "the standby's slot", "SELECT pg_create_physical_replication_slot('standby1')")
 	if out, err := pgVersions(2*time.Minute, "stop", primary.dir); err != nil {
 		t.Fatalf("stop the primary to copy it: %v\n%s", err, out)
@@ -332,6 +339,10 @@ type ackWriter struct {
 	stop chan struct{}
 	done chan struct{}
 
+	// cutting: cutover has begun, and the first error (the role locked
+	// read-only) ends the writes quietly.
+	cutting atomic.Bool
+
 	mu       sync.Mutex
 	acked    map[int64]time.Time
 	unknown  []int64
@@ -342,6 +353,7 @@ type ackWriter struct {
 
 func startAckWriter(t *testing.T, url string) *ackWriter {
 	t.Helper()
+	url = strings.Replace(url, "postgres://postgres@", "postgres://"+writerRole+"@", 1)
 	w := &ackWriter{url: url, stop: make(chan struct{}), done: make(chan struct{}), acked: map[int64]time.Time{}}
 	go w.loop()
 	t.Cleanup(w.halt)
@@ -425,6 +437,9 @@ func commitOne(conn *pgx.Conn, id int64) (sent bool, err error) {
 func (w *ackWriter) outage(since *time.Time, err error) bool {
 	if since.IsZero() {
 		*since = time.Now()
+	}
+	if w.cutting.Load() {
+		return false
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -515,11 +530,12 @@ func compareFailover(t *testing.T, w *ackWriter, n, g *pgx.Conn) {
 	}
 }
 
-// awaitConfirmedSlot waits until slot on c confirms c's WAL position at
-// the call; it fails at once if run ends.
-func (r *runProc) awaitConfirmedSlot(t *testing.T, c *pgx.Conn, slot string, timeout time.Duration, what string) {
+// awaitConfirmedSlot waits until slot on c confirms the WAL position of
+// primary (c itself, or the primary of a standby c) at the call; it fails
+// at once if run ends.
+func (r *runProc) awaitConfirmedSlot(t *testing.T, primary, c *pgx.Conn, slot string, timeout time.Duration, what string) {
 	t.Helper()
-	head := queryOne[string](t, c, "SELECT pg_current_wal_lsn()::text")
+	head := queryOne[string](t, primary, "SELECT pg_current_wal_lsn()::text")
 	eventually(t, timeout, what+" (at "+head+")", func() bool {
 		select {
 		case <-r.done:
