@@ -28,7 +28,8 @@ type standbyResult struct {
 // 17 (source.url) under writes on its primary (source.primary_url):
 // bootstrap creates the publication on the primary and the slot on the
 // standby, copies from the standby under the slot's snapshot, run streams
-// the standby's slot, and cutover locks the writer's role on the primary
+// the standby's slot, verify compares under a temporary slot's snapshot
+// on the standby, and cutover locks the writer's role on the primary
 // and waits for the primary's position. Nothing acknowledged is lost,
 // nothing applied twice, and teardown removes the slot from the standby
 // and the publication from the primary.
@@ -66,6 +67,11 @@ func TestStandbySource17(t *testing.T) {
 	run.awaitConfirmedSlot(t, p, sb, "pgsync_upgrade", 2*time.Minute, "run to apply the writes from the standby")
 	time.Sleep(2 * time.Second) // writes and run go on
 	mustPgsync(t, time.Minute, cfg, "status")
+	// verify while run streams: its snapshot is a temporary slot's on the
+	// standby, its hold a commit on the primary.
+	if v := mustPgsync(t, 2*time.Minute, cfg, "verify"); strings.Contains(v.stdout, "differ") {
+		t.Errorf("verify while run streams from the standby:\n%s", v.stdout)
+	}
 	if err := w.failure(); err != nil {
 		t.Fatalf("the writer: %v", err)
 	}
