@@ -35,7 +35,8 @@ test: pg-install build bench-test
 # from npm (scripts/pg-versions.sh, cached in /var/cache/pgsync/pg as
 # root); ports 26612-26620 (PGSYNC_TEST_VERSION_PORT, the first; the last
 # three are a PostgreSQL 17 primary, its standby and a target, for
-# TestFailover17 and TestStandbySource17, which run whatever the pairs).
+# TestFailover17 and TestStandbySource (16 and 17), which run whatever
+# the pairs).
 # Each pair's timings are appended to bench-results/versions.jsonl, the
 # failover's to bench-results/failover.jsonl.
 VERSION_PAIRS ?= 13:15,13:16,13:18,14:17,15:18,16:17,17:18

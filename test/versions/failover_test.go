@@ -68,7 +68,7 @@ type failoverResult struct {
 // (sync_replication_slots) and the primary's synchronized_standby_slots
 // keeps the target from getting ahead of the standby.
 func TestFailover17(t *testing.T) {
-	primary, standby := startPrimaryAndStandby(t, basePort+6, basePort+7)
+	primary, standby := startPrimaryAndStandby(t, failoverMajor, basePort+6, basePort+7)
 	tgt := cluster{major: failoverMajor, port: basePort + 8, url: fmt.Sprintf("postgres://postgres@127.0.0.1:%d/app?sslmode=disable", basePort+8)}
 	tgt.dir = startCluster(t, tgt.major, tgt.port)
 	exec1(t, connect(t, tgt.adminURL()), "create database", "CREATE DATABASE app")
@@ -172,17 +172,17 @@ CREATE TABLE acks (id bigint PRIMARY KEY, at timestamptz NOT NULL DEFAULT now(),
 CREATE TABLE counter (id int PRIMARY KEY, n bigint NOT NULL);
 `
 
-// startPrimaryAndStandby starts a primary of failoverMajor with database
-// app (failoverSchema, 10,000 rows, the counter at 10,000) and a hot
-// standby made from a copy of its stopped data directory (the npm
-// package has no pg_basebackup), streaming through physical slot
-// standby1, synchronizing slots, synchronous and named in the primary's
-// synchronized_standby_slots. Both are stopped by the test's cleanup and
-// by TestMain.
-func startPrimaryAndStandby(t *testing.T, primaryPort, standbyPort int) (primary, standby cluster) {
+// startPrimaryAndStandby starts a primary of major with database app
+// (failoverSchema, 10,000 rows, the counter at 10,000) and a hot standby
+// made from a copy of its stopped data directory (the npm package has no
+// pg_basebackup), streaming synchronously through physical slot standby1
+// with hot_standby_feedback; from 17 on the standby also synchronizes
+// slots and the primary's synchronized_standby_slots names standby1.
+// Both are stopped by the test's cleanup and by TestMain.
+func startPrimaryAndStandby(t *testing.T, major, primaryPort, standbyPort int) (primary, standby cluster) {
 	t.Helper()
-	primary = cluster{major: failoverMajor, port: primaryPort, url: fmt.Sprintf("postgres://postgres@127.0.0.1:%d/app?sslmode=disable", primaryPort)}
-	standby = cluster{major: failoverMajor, port: standbyPort, url: fmt.Sprintf("postgres://postgres@127.0.0.1:%d/app?sslmode=disable", standbyPort)}
+	primary = cluster{major: major, port: primaryPort, url: fmt.Sprintf("postgres://postgres@127.0.0.1:%d/app?sslmode=disable", primaryPort)}
+	standby = cluster{major: major, port: standbyPort, url: fmt.Sprintf("postgres://postgres@127.0.0.1:%d/app?sslmode=disable", standbyPort)}
 	primary.dir = startCluster(t, primary.major, primary.port)
 	admin := connect(t, primary.adminURL())
 	exec1(t, admin, "create database", "CREATE DATABASE app")
@@ -196,21 +196,25 @@ GRANT SELECT, INSERT, UPDATE ON acks, counter TO `+writerRole)
 		t.Fatalf("stop the primary to copy it: %v\n%s", err, out)
 	}
 
-	standby.dir = registerDir(t, "pg17-standby-")
+	standby.dir = registerDir(t, fmt.Sprintf("pg%d-standby-", major))
 	if out, err := asPostgres(time.Minute, "cp", "-a", filepath.Join(primary.dir, "data"), filepath.Join(standby.dir, "data")); err != nil {
 		t.Fatalf("copy the primary's data directory: %v\n%s", err, out)
 	}
 	data := filepath.Join(standby.dir, "data")
 	writePostgresFile(t, filepath.Join(data, "standby.signal"), "", false)
-	// Later lines win: the copy's port and socket directory are the primary's.
-	writePostgresFile(t, filepath.Join(data, "postgresql.conf"), fmt.Sprintf(`
+	// Later lines win: the copy's port and socket directory are the
+	// primary's. A server refuses to start on a setting it does not know.
+	conf := fmt.Sprintf(`
 port = %d
 unix_socket_directories = '%s'
 primary_conninfo = 'host=127.0.0.1 port=%d user=postgres dbname=postgres application_name=standby1'
 primary_slot_name = 'standby1'
 hot_standby_feedback = on
-sync_replication_slots = on
-`, standbyPort, standby.dir, primaryPort), true)
+`, standbyPort, standby.dir, primaryPort)
+	if major >= 17 {
+		conf += "sync_replication_slots = on\n"
+	}
+	writePostgresFile(t, filepath.Join(data, "postgresql.conf"), conf, true)
 	for _, c := range []cluster{primary, standby} {
 		if out, err := pgVersions(2*time.Minute, "start", strconv.Itoa(c.major), c.dir, strconv.Itoa(c.port)); err != nil {
 			t.Fatalf("start PostgreSQL %d in %s: %v\n%s", c.major, c.dir, err, out)
@@ -218,7 +222,9 @@ sync_replication_slots = on
 	}
 	// Set after the copy, so that the promoted standby has neither.
 	admin = connect(t, primary.adminURL())
-	exec1(t, admin, "synchronized_standby_slots", "ALTER SYSTEM SET synchronized_standby_slots = 'standby1'")
+	if major >= 17 {
+		exec1(t, admin, "synchronized_standby_slots", "ALTER SYSTEM SET synchronized_standby_slots = 'standby1'")
+	}
 	exec1(t, admin, "synchronous_standby_names", "ALTER SYSTEM SET synchronous_standby_names = 'standby1'")
 	exec1(t, admin, "reload", "SELECT pg_reload_conf()")
 	eventually(t, 60*time.Second, "standby1 to stream synchronously", func() bool {

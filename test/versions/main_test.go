@@ -142,9 +142,9 @@ func setup() int {
 		return 1
 	}
 	// Every major first, so that a download is not timed as a move.
-	// 15 and 13: the downgrade test's; 17: the failover test's.
-	seen := map[int]bool{15: true, 13: true, 17: true}
-	majors := []int{15, 13, 17}
+	// 15 and 13: the downgrade test's; 16 and 17: the standby tests'.
+	seen := map[int]bool{15: true, 13: true, 16: true, 17: true}
+	majors := []int{15, 13, 16, 17}
 	for _, p := range pairs {
 		for _, v := range []int{p.src, p.tgt} {
 			if !seen[v] {

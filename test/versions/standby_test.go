@@ -7,12 +7,13 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 )
 
-// standbyResult is the line TestStandbySource17 appends to
+// standbyResult is the line TestStandbySource appends to
 // bench-results/standby-source.jsonl.
 type standbyResult struct {
 	Date             string  `json:"date"`
@@ -24,8 +25,8 @@ type standbyResult struct {
 	Commits          int     `json:"commits"`
 }
 
-// TestStandbySource17 moves a database from a hot standby of PostgreSQL
-// 17 (source.url) under writes on its primary (source.primary_url):
+// TestStandbySource moves a database from a hot standby (source.url) of
+// PostgreSQL 16, the first that decodes on a standby, and of 17 under writes on its primary (source.primary_url):
 // bootstrap creates the publication on the primary and the slot on the
 // standby, copies from the standby under the slot's snapshot, run streams
 // the standby's slot, verify compares under a temporary slot's snapshot
@@ -33,8 +34,14 @@ type standbyResult struct {
 // and waits for the primary's position. Nothing acknowledged is lost,
 // nothing applied twice, and teardown removes the slot from the standby
 // and the publication from the primary.
-func TestStandbySource17(t *testing.T) {
-	primary, standby := startPrimaryAndStandby(t, basePort+6, basePort+7)
+func TestStandbySource(t *testing.T) {
+	for _, major := range []int{16, 17} {
+		t.Run(strconv.Itoa(major), func(t *testing.T) { standbySource(t, major) })
+	}
+}
+
+func standbySource(t *testing.T, major int) {
+	primary, standby := startPrimaryAndStandby(t, major, basePort+6, basePort+7)
 	tgt := cluster{major: failoverMajor, port: basePort + 8, url: fmt.Sprintf("postgres://postgres@127.0.0.1:%d/app?sslmode=disable", basePort+8)}
 	tgt.dir = startCluster(t, tgt.major, tgt.port)
 	exec1(t, connect(t, tgt.adminURL()), "create database", "CREATE DATABASE app")
@@ -46,7 +53,7 @@ func TestStandbySource17(t *testing.T) {
 		t.Fatal(err)
 	}
 	chk := pgsync(t, 2*time.Minute, cfg, "check")
-	if chk.code != 0 || !strings.Contains(chk.stdout, "source.url is a hot standby of PostgreSQL 17") {
+	if chk.code != 0 || !strings.Contains(chk.stdout, fmt.Sprintf("source.url is a hot standby of PostgreSQL %d", major)) {
 		t.Fatalf("check does not accept the standby source: exit %d\n%s\n%s", chk.code, chk.stdout, chk.stderr)
 	}
 
@@ -54,7 +61,7 @@ func TestStandbySource17(t *testing.T) {
 	eventually(t, 30*time.Second, "the writer's first commits", func() bool { return w.count() > 20 })
 	boot := mustPgsync(t, 5*time.Minute, cfg, "bootstrap")
 	p, sb := connect(t, primary.url), connect(t, standby.url)
-	if n := queryOne[int](t, sb, "SELECT count(*) FROM pg_replication_slots WHERE slot_name = 'pgsync_upgrade' AND NOT synced"); n != 1 {
+	if n := queryOne[int](t, sb, "SELECT count(*) FROM pg_replication_slots WHERE slot_name = 'pgsync_upgrade' AND slot_type = 'logical'"); n != 1 {
 		t.Errorf("the standby has %d slot(s) pgsync_upgrade of its own, want 1", n)
 	}
 	if n := queryOne[int](t, p, "SELECT count(*) FROM pg_replication_slots WHERE slot_name = 'pgsync_upgrade'"); n != 0 {
@@ -104,8 +111,8 @@ func TestStandbySource17(t *testing.T) {
 	if t.Failed() {
 		return
 	}
-	res := standbyResult{Source: failoverMajor, Target: tgt.major, BootstrapSeconds: boot.elapsed.Seconds(), WriteGapSeconds: rep.WriteGapSeconds}
+	res := standbyResult{Source: major, Target: tgt.major, BootstrapSeconds: boot.elapsed.Seconds(), WriteGapSeconds: rep.WriteGapSeconds}
 	res.Commits, _, _ = w.tally(time.Now())
-	t.Logf("PostgreSQL %d standby as the source: bootstrap %.2f s, cutover's write gap %.3f s, %d commits on the primary, identical", failoverMajor, res.BootstrapSeconds, res.WriteGapSeconds, res.Commits)
+	t.Logf("PostgreSQL %d standby as the source: bootstrap %.2f s, cutover's write gap %.3f s, %d commits on the primary, identical", major, res.BootstrapSeconds, res.WriteGapSeconds, res.Commits)
 	appendResult(t, "standby-source.jsonl", &res.Date, &res.Commit, &res)
 }
