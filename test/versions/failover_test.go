@@ -3,17 +3,13 @@
 package versions
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
-	"os/user"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -81,7 +77,18 @@ func TestFailover17(t *testing.T) {
 	if err := os.WriteFile(cfg, []byte(body), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	// Without synchronized_standby_slots, check warns and says what to set.
+	admin := connect(t, primary.adminURL())
+	exec1(t, admin, "reset synchronized_standby_slots", "ALTER SYSTEM RESET synchronized_standby_slots")
+	exec1(t, admin, "reload", "SELECT pg_reload_conf()")
 	chk := pgsync(t, 2*time.Minute, cfg, "check")
+	if chk.code != 0 || !strings.Contains(chk.stdout, "WARN  failover") || !strings.Contains(chk.stdout, "standby1 (slot standby1) is not held back by synchronized_standby_slots") ||
+		!strings.Contains(chk.stdout, "ALTER SYSTEM SET synchronized_standby_slots") {
+		t.Fatalf("check without synchronized_standby_slots does not warn for standby1 with the fix: exit %d\n%s\n%s", chk.code, chk.stdout, chk.stderr)
+	}
+	exec1(t, admin, "synchronized_standby_slots", "ALTER SYSTEM SET synchronized_standby_slots = 'standby1'")
+	exec1(t, admin, "reload", "SELECT pg_reload_conf()")
+	chk = pgsync(t, 2*time.Minute, cfg, "check")
 	if chk.code != 0 || !strings.Contains(chk.stdout, "synchronized_standby_slots holds it back for standby standby1") {
 		t.Fatalf("check does not say the slot is held back for standby1: exit %d\n%s\n%s", chk.code, chk.stdout, chk.stderr)
 	}
@@ -160,152 +167,6 @@ func TestFailover17(t *testing.T) {
 	appendResult(t, "failover.jsonl", &res.Date, &res.Commit, &res)
 }
 
-// writerRole is the application's role in the standby tests, which
-// cutover locks.
-const writerRole = "app_writer"
-
-// failoverSchema is the moved database: acks holds one row per writer
-// transaction, counter counts the transactions (a transaction applied
-// twice counts twice), both on source and target.
-const failoverSchema = `
-CREATE TABLE acks (id bigint PRIMARY KEY, at timestamptz NOT NULL DEFAULT now(), note text);
-CREATE TABLE counter (id int PRIMARY KEY, n bigint NOT NULL);
-`
-
-// startPrimaryAndStandby starts a primary of major with database app
-// (failoverSchema, 10,000 rows, the counter at 10,000) and a hot standby
-// made from a copy of its stopped data directory (the npm package has no
-// pg_basebackup), streaming synchronously through physical slot standby1
-// with hot_standby_feedback; from 17 on the standby also synchronizes
-// slots and the primary's synchronized_standby_slots names standby1.
-// Both are stopped by the test's cleanup and by TestMain.
-func startPrimaryAndStandby(t *testing.T, major, primaryPort, standbyPort int) (primary, standby cluster) {
-	t.Helper()
-	primary = cluster{major: major, port: primaryPort, url: fmt.Sprintf("postgres://postgres@127.0.0.1:%d/app?sslmode=disable", primaryPort)}
-	standby = cluster{major: major, port: standbyPort, url: fmt.Sprintf("postgres://postgres@127.0.0.1:%d/app?sslmode=disable", standbyPort)}
-	primary.dir = startCluster(t, primary.major, primary.port)
-	admin := connect(t, primary.adminURL())
-	exec1(t, admin, "create database", "CREATE DATABASE app")
-	exec1(t, connect(t, primary.url), "the schema on the primary", failoverSchema+`
-INSERT INTO acks (id, note) SELECT -g, 'before the move' FROM generate_series(1, 10000) g;
-INSERT INTO counter VALUES (1, 10000);
-CREATE ROLE `+writerRole+` LOGIN;
-GRANT SELECT, INSERT, UPDATE ON acks, counter TO `+writerRole)
-	exec1(t, admin, "the standby's slot", "SELECT pg_create_physical_replication_slot('standby1')")
-	if out, err := pgVersions(2*time.Minute, "stop", primary.dir); err != nil {
-		t.Fatalf("stop the primary to copy it: %v\n%s", err, out)
-	}
-
-	standby.dir = registerDir(t, fmt.Sprintf("pg%d-standby-", major))
-	if out, err := asPostgres(time.Minute, "cp", "-a", filepath.Join(primary.dir, "data"), filepath.Join(standby.dir, "data")); err != nil {
-		t.Fatalf("copy the primary's data directory: %v\n%s", err, out)
-	}
-	data := filepath.Join(standby.dir, "data")
-	writePostgresFile(t, filepath.Join(data, "standby.signal"), "", false)
-	// Later lines win: the copy's port and socket directory are the
-	// primary's. A server refuses to start on a setting it does not know.
-	conf := fmt.Sprintf(`
-port = %d
-unix_socket_directories = '%s'
-primary_conninfo = 'host=127.0.0.1 port=%d user=postgres dbname=postgres application_name=standby1'
-primary_slot_name = 'standby1'
-hot_standby_feedback = on
-`, standbyPort, standby.dir, primaryPort)
-	if major >= 17 {
-		conf += "sync_replication_slots = on\n"
-	}
-	writePostgresFile(t, filepath.Join(data, "postgresql.conf"), conf, true)
-	for _, c := range []cluster{primary, standby} {
-		if out, err := pgVersions(2*time.Minute, "start", strconv.Itoa(c.major), c.dir, strconv.Itoa(c.port)); err != nil {
-			t.Fatalf("start PostgreSQL %d in %s: %v\n%s", c.major, c.dir, err, out)
-		}
-	}
-	// Set after the copy, so that the promoted standby has neither.
-	admin = connect(t, primary.adminURL())
-	if major >= 17 {
-		exec1(t, admin, "synchronized_standby_slots", "ALTER SYSTEM SET synchronized_standby_slots = 'standby1'")
-	}
-	exec1(t, admin, "synchronous_standby_names", "ALTER SYSTEM SET synchronous_standby_names = 'standby1'")
-	exec1(t, admin, "reload", "SELECT pg_reload_conf()")
-	eventually(t, 60*time.Second, "standby1 to stream synchronously", func() bool {
-		return queryOne[bool](t, admin, "SELECT EXISTS (SELECT 1 FROM pg_stat_replication WHERE application_name = 'standby1' AND state = 'streaming' AND sync_state = 'sync')")
-	})
-	return primary, standby
-}
-
-// registerDir makes a cluster directory under workDir that the test's
-// cleanup and TestMain stop the server of.
-func registerDir(t *testing.T, prefix string) string {
-	t.Helper()
-	dir, err := os.MkdirTemp(workDir, prefix)
-	if err != nil {
-		t.Fatal(err)
-	}
-	startedMu.Lock()
-	started = append(started, dir)
-	startedMu.Unlock()
-	t.Cleanup(func() {
-		if out, err := pgVersions(2*time.Minute, "stop", dir); err != nil {
-			t.Errorf("stop the cluster in %s: %v\n%s", dir, err, out)
-		}
-	})
-	if err := os.Chmod(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	chownPostgres(t, dir)
-	return dir
-}
-
-// asPostgres runs a command as the postgres user when the test runs as
-// root (the servers' files are postgres's), bounded by timeout.
-func asPostgres(timeout time.Duration, name string, args ...string) ([]byte, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, name, args...)
-	if os.Geteuid() == 0 {
-		cmd = exec.CommandContext(ctx, "runuser", append([]string{"-u", "postgres", "--", name}, args...)...)
-	}
-	return cmd.CombinedOutput()
-}
-
-// writePostgresFile writes (or appends) body to path, owned by postgres
-// when the test runs as root.
-func writePostgresFile(t *testing.T, path, body string, appendTo bool) {
-	t.Helper()
-	flags := os.O_CREATE | os.O_WRONLY | os.O_TRUNC
-	if appendTo {
-		flags = os.O_CREATE | os.O_WRONLY | os.O_APPEND
-	}
-	f, err := os.OpenFile(path, flags, 0o600)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, err = f.WriteString(body)
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	chownPostgres(t, path)
-}
-
-func chownPostgres(t *testing.T, path string) {
-	t.Helper()
-	if os.Geteuid() != 0 {
-		return
-	}
-	u, err := user.Lookup("postgres")
-	if err != nil {
-		t.Fatal(err)
-	}
-	uid, _ := strconv.Atoi(u.Uid)
-	gid, _ := strconv.Atoi(u.Gid)
-	if err := os.Chown(path, uid, gid); err != nil {
-		t.Fatal(err)
-	}
-}
-
 // failOver kills the primary's postmaster with SIGKILL and promotes the
 // standby at once, returning when each happened. The writer must have
 // lost the primary: its errors until the promotion are the outage.
@@ -332,208 +193,6 @@ func failOver(t *testing.T, primary, standby cluster, w *ackWriter) (killed, pro
 		t.Fatalf("promote the standby: %v\n%s", err, out)
 	}
 	return killed, time.Now()
-}
-
-// ackWriter is the application: one transaction at a time, each inserting
-// a row of a new id into acks and adding one to counter, through the
-// url that names both servers. It records each commit the server
-// acknowledged, and each whose COMMIT got no answer (unknown: it may or
-// may not have committed). Across the failover it reconnects every 50 ms
-// for up to a minute.
-type ackWriter struct {
-	url  string
-	stop chan struct{}
-	done chan struct{}
-
-	// cutting: cutover has begun, and the first error (the role locked
-	// read-only) ends the writes quietly.
-	cutting atomic.Bool
-
-	mu       sync.Mutex
-	acked    map[int64]time.Time
-	unknown  []int64
-	killedAt time.Time
-	last     time.Time
-	err      error
-}
-
-func startAckWriter(t *testing.T, url string) *ackWriter {
-	t.Helper()
-	url = strings.Replace(url, "postgres://postgres@", "postgres://"+writerRole+"@", 1)
-	w := &ackWriter{url: url, stop: make(chan struct{}), done: make(chan struct{}), acked: map[int64]time.Time{}}
-	go w.loop()
-	t.Cleanup(w.halt)
-	return w
-}
-
-func (w *ackWriter) loop() {
-	defer close(w.done)
-	var conn *pgx.Conn
-	defer func() {
-		if conn != nil {
-			conn.Close(context.Background())
-		}
-	}()
-	var failingSince time.Time
-	for id := int64(1); ; id++ {
-		select {
-		case <-w.stop:
-			return
-		default:
-		}
-		if conn == nil {
-			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			c, err := pgx.Connect(ctx, w.url)
-			cancel()
-			if err != nil {
-				if !w.outage(&failingSince, err) {
-					return
-				}
-				time.Sleep(50 * time.Millisecond)
-				continue
-			}
-			conn = c
-		}
-		committed, err := commitOne(conn, id)
-		switch {
-		case err == nil:
-			failingSince = time.Time{}
-			w.mu.Lock()
-			w.acked[id], w.last = time.Now(), time.Now()
-			w.mu.Unlock()
-			time.Sleep(5 * time.Millisecond)
-		case committed:
-			w.mu.Lock()
-			w.unknown = append(w.unknown, id)
-			w.mu.Unlock()
-			fallthrough
-		default:
-			conn.Close(context.Background())
-			conn = nil
-			if !w.outage(&failingSince, err) {
-				return
-			}
-		}
-	}
-}
-
-// commitOne runs the writer's transaction of id. sent says whether
-// COMMIT was sent when err is not nil: the transaction's fate is unknown.
-func commitOne(conn *pgx.Conn, id int64) (sent bool, err error) {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	tx, err := conn.Begin(ctx)
-	if err != nil {
-		return false, err
-	}
-	if _, err := tx.Exec(ctx, "INSERT INTO acks (id, note) VALUES ($1, 'written')", id); err != nil {
-		tx.Rollback(ctx)
-		return false, err
-	}
-	if _, err := tx.Exec(ctx, "UPDATE counter SET n = n + 1 WHERE id = 1"); err != nil {
-		tx.Rollback(ctx)
-		return false, err
-	}
-	return true, tx.Commit(ctx)
-}
-
-// outage records a failed attempt; it returns false (and sets the
-// writer's error) once the writes have failed for a minute before the
-// kill, or for a minute at all.
-func (w *ackWriter) outage(since *time.Time, err error) bool {
-	if since.IsZero() {
-		*since = time.Now()
-	}
-	if w.cutting.Load() {
-		return false
-	}
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.killedAt.IsZero() || time.Since(*since) > time.Minute {
-		w.err = fmt.Errorf("a write failed (outage of %s): %w", time.Since(*since).Round(time.Millisecond), err)
-		return false
-	}
-	return true
-}
-
-func (w *ackWriter) mark(killed time.Time) { w.mu.Lock(); w.killedAt = killed; w.mu.Unlock() }
-
-func (w *ackWriter) halt() {
-	select {
-	case <-w.stop:
-	default:
-		close(w.stop)
-	}
-	<-w.done
-}
-
-func (w *ackWriter) failure() error { w.mu.Lock(); defer w.mu.Unlock(); return w.err }
-
-func (w *ackWriter) count() int { w.mu.Lock(); defer w.mu.Unlock(); return len(w.acked) }
-
-func (w *ackWriter) lastCommit() time.Time { w.mu.Lock(); defer w.mu.Unlock(); return w.last }
-
-// firstIDAfter is the first id acknowledged after at, 0 when none is yet.
-func (w *ackWriter) firstIDAfter(at time.Time) int64 {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	var first int64
-	for id, when := range w.acked {
-		if when.After(at) && (first == 0 || id < first) {
-			first = id
-		}
-	}
-	return first
-}
-
-// tally counts the acknowledged commits before and after killed, and the
-// unknown ones.
-func (w *ackWriter) tally(killed time.Time) (before, after, unknown int) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	for _, when := range w.acked {
-		if when.After(killed) {
-			after++
-		} else {
-			before++
-		}
-	}
-	return before, after, len(w.unknown)
-}
-
-// compareFailover checks exactly once across the failover: the target
-// equals the new primary n row for row, has every commit the writer saw
-// acknowledged, and its counter equals its rows (a transaction applied
-// twice would count twice; a lost one, not at all).
-func compareFailover(t *testing.T, w *ackWriter, n, g *pgx.Conn) {
-	t.Helper()
-	for _, table := range []string{"acks", "counter"} {
-		q := fmt.Sprintf("SELECT count(*) || ':' || coalesce(md5(string_agg(r::text, '|' ORDER BY r::text)), '') FROM %s r", table)
-		if a, b := queryOne[string](t, n, q), queryOne[string](t, g, q); a != b {
-			t.Errorf("%s: the target has %s, the new primary %s", table, b, a)
-		}
-	}
-	rows := queryOne[int64](t, g, "SELECT count(*) FROM acks")
-	if c := queryOne[int64](t, g, "SELECT n FROM counter WHERE id = 1"); c != rows {
-		t.Errorf("the target's counter is %d, its rows %d: a transaction was applied twice or lost", c, rows)
-	}
-	w.mu.Lock()
-	ids := make([]int64, 0, len(w.acked))
-	for id := range w.acked {
-		ids = append(ids, id)
-	}
-	w.mu.Unlock()
-	var missing []int64
-	err := g.QueryRow(context.Background(), "SELECT coalesce(array_agg(i), '{}') FROM unnest($1::bigint[]) i WHERE NOT EXISTS (SELECT 1 FROM acks WHERE id = i)", ids).Scan(&missing)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(missing) > 0 {
-		t.Errorf("%d acknowledged commits are not on the target: %v", len(missing), missing[:min(len(missing), 20)])
-	}
-	if len(ids) < 100 {
-		t.Errorf("only %d commits acknowledged: the move was not under writes", len(ids))
-	}
 }
 
 // awaitConfirmedSlot waits until slot on c confirms the WAL position of
