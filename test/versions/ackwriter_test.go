@@ -182,10 +182,14 @@ func (w *ackWriter) tally(killed time.Time) (before, after, unknown int) {
 }
 
 // compareFailover checks exactly once across the failover: the target
-// equals the new primary n row for row, has every commit the writer saw
-// acknowledged, and its counter equals its rows (a transaction applied
-// twice would count twice; a lost one, not at all).
-func compareFailover(t *testing.T, w *ackWriter, n, g *pgx.Conn) {
+// equals the new primary n row for row, and its counter equals its rows
+// (a transaction applied twice would count twice; a lost one, not at
+// all). It returns how many commits the writer saw acknowledged are not
+// on the target: with a synchronous standby none may be, with an
+// asynchronous one those the standby had not received when the primary
+// died are lost by the failover itself, and the new primary lacks them
+// too.
+func compareFailover(t *testing.T, w *ackWriter, n, g *pgx.Conn) (lost int) {
 	t.Helper()
 	for _, table := range []string{"acks", "counter"} {
 		q := fmt.Sprintf("SELECT count(*) || ':' || coalesce(md5(string_agg(r::text, '|' ORDER BY r::text)), '') FROM %s r", table)
@@ -209,9 +213,10 @@ func compareFailover(t *testing.T, w *ackWriter, n, g *pgx.Conn) {
 		t.Fatal(err)
 	}
 	if len(missing) > 0 {
-		t.Errorf("%d acknowledged commits are not on the target: %v", len(missing), missing[:min(len(missing), 20)])
+		t.Logf("%d acknowledged commits are not on the target: %v", len(missing), missing[:min(len(missing), 20)])
 	}
 	if len(ids) < 100 {
 		t.Errorf("only %d commits acknowledged: the move was not under writes", len(ids))
 	}
+	return len(missing)
 }

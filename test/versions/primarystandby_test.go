@@ -29,11 +29,12 @@ CREATE TABLE counter (id int PRIMARY KEY, n bigint NOT NULL);
 // startPrimaryAndStandby starts a primary of major with database app
 // (failoverSchema, 10,000 rows, the counter at 10,000) and a hot standby
 // made from a copy of its stopped data directory (the npm package has no
-// pg_basebackup), streaming synchronously through physical slot standby1
-// with hot_standby_feedback; from 17 on the standby also synchronizes
-// slots and the primary's synchronized_standby_slots names standby1.
-// Both are stopped by the test's cleanup and by TestMain.
-func startPrimaryAndStandby(t *testing.T, major, primaryPort, standbyPort int) (primary, standby cluster) {
+// pg_basebackup), streaming through physical slot standby1 with
+// hot_standby_feedback, synchronously when synchronous is set (the
+// primary's commits wait for it); from 17 on the standby also
+// synchronizes slots and the primary's synchronized_standby_slots names
+// standby1. Both are stopped by the test's cleanup and by TestMain.
+func startPrimaryAndStandby(t *testing.T, major, primaryPort, standbyPort int, synchronous bool) (primary, standby cluster) {
 	t.Helper()
 	primary = cluster{major: major, port: primaryPort, url: fmt.Sprintf("postgres://postgres@127.0.0.1:%d/app?sslmode=disable", primaryPort)}
 	standby = cluster{major: major, port: standbyPort, url: fmt.Sprintf("postgres://postgres@127.0.0.1:%d/app?sslmode=disable", standbyPort)}
@@ -79,10 +80,14 @@ hot_standby_feedback = on
 	if major >= 17 {
 		exec1(t, admin, "synchronized_standby_slots", "ALTER SYSTEM SET synchronized_standby_slots = 'standby1'")
 	}
-	exec1(t, admin, "synchronous_standby_names", "ALTER SYSTEM SET synchronous_standby_names = 'standby1'")
+	syncState := "async"
+	if synchronous {
+		syncState = "sync"
+		exec1(t, admin, "synchronous_standby_names", "ALTER SYSTEM SET synchronous_standby_names = 'standby1'")
+	}
 	exec1(t, admin, "reload", "SELECT pg_reload_conf()")
-	eventually(t, 60*time.Second, "standby1 to stream synchronously", func() bool {
-		return queryOne[bool](t, admin, "SELECT EXISTS (SELECT 1 FROM pg_stat_replication WHERE application_name = 'standby1' AND state = 'streaming' AND sync_state = 'sync')")
+	eventually(t, 60*time.Second, "standby1 to stream ("+syncState+")", func() bool {
+		return queryOne[bool](t, admin, "SELECT EXISTS (SELECT 1 FROM pg_stat_replication WHERE application_name = 'standby1' AND state = 'streaming' AND sync_state = $1)", syncState)
 	})
 	return primary, standby
 }

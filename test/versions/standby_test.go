@@ -41,7 +41,7 @@ func TestStandbySource(t *testing.T) {
 }
 
 func standbySource(t *testing.T, major int) {
-	primary, standby := startPrimaryAndStandby(t, major, basePort+6, basePort+7)
+	primary, standby := startPrimaryAndStandby(t, major, basePort+6, basePort+7, true)
 	tgt := cluster{major: failoverMajor, port: basePort + 8, url: fmt.Sprintf("postgres://postgres@127.0.0.1:%d/app?sslmode=disable", basePort+8)}
 	tgt.dir = startCluster(t, tgt.major, tgt.port)
 	exec1(t, connect(t, tgt.adminURL()), "create database", "CREATE DATABASE app")
@@ -98,7 +98,9 @@ func standbySource(t *testing.T, major int) {
 	w.halt()
 	run.stop(t)
 	g := connect(t, tgt.url)
-	compareFailover(t, w, p, g)
+	if lost := compareFailover(t, w, p, g); lost > 0 {
+		t.Errorf("%d acknowledged commits are not on the target", lost)
+	}
 	mustPgsync(t, time.Minute, cfg, "teardown")
 	if n := queryOne[int](t, sb, "SELECT count(*) FROM pg_replication_slots WHERE slot_name = 'pgsync_upgrade'"); n != 0 {
 		t.Errorf("teardown left slot pgsync_upgrade on the standby")
