@@ -104,8 +104,9 @@ func Stream(ctx context.Context, opts StreamOptions, openTarget func(context.Con
 	defer stopProgress()
 
 	var wait time.Duration
-	var lost time.Time // when the connection was lost, zero while streaming
-	streamed := false  // a session reached the stream once
+	var lost time.Time   // when the connection was lost, zero while streaming
+	var saidAt time.Time // the last reconnect line
+	streamed := false    // a session reached the stream once
 	for attempt := 0; ; attempt++ {
 		began := time.Now()
 		err := session(ctx, opts, openTarget, attempt, &streamed)
@@ -135,13 +136,15 @@ func Stream(ctx context.Context, opts StreamOptions, openTarget func(context.Con
 		// A session that streamed for a while ends the outage before it: the
 		// next loss starts a new one, with fast retries again.
 		if lost.IsZero() || time.Since(began) > time.Minute {
-			lost, wait = time.Now(), 0
+			lost, wait, saidAt = time.Now(), 0, time.Time{}
 		}
 		wait = reconnectWait(time.Since(lost), wait, opts.MaxBackoff)
-		if errors.Is(err, ErrSourceSilent) {
+		switch {
+		case errors.Is(err, ErrSourceSilent):
 			log.Warn("no message from the source for "+seconds(opts.WALReceiverTimeout)+" (wal_receiver_timeout): reconnecting",
 				"slot", opts.Slot, "in", wait.String())
-		} else {
+		case sayReconnect(saidAt, wait):
+			saidAt = time.Now()
 			log.Warn("connection lost: reconnecting every "+fastRetryEvery.String()+" for the first "+fastRetryFor.String()+
 				" (the time a standby takes to be promoted), then backing off up to "+opts.MaxBackoff.String(),
 				"slot", opts.Slot, "in", wait.String(), "outage_s", fmt.Sprintf("%.1f", time.Since(lost).Seconds()),
@@ -155,6 +158,18 @@ func Stream(ctx context.Context, opts StreamOptions, openTarget func(context.Con
 		case <-time.After(wait):
 		}
 	}
+}
+
+// reconnectSayEvery is how often the fast retries of an outage are logged:
+// the first, then one line in this period, not four a second.
+const reconnectSayEvery = 5 * time.Second
+
+// sayReconnect reports whether a failed reconnect gets a log line: the
+// first of an outage (saidAt zero), each of the slow retries (a wait of
+// a second or more), and a fast one once reconnectSayEvery has passed
+// since the last line.
+func sayReconnect(saidAt time.Time, wait time.Duration) bool {
+	return saidAt.IsZero() || wait >= time.Second || time.Since(saidAt) >= reconnectSayEvery
 }
 
 // The reconnect policy: a source that fails over has no primary for a few

@@ -76,3 +76,24 @@ func TestReconnectWait(t *testing.T) {
 		t.Errorf("reconnectWait with a cap of 500ms = %s", got)
 	}
 }
+
+// A fast retry is logged once per reconnectSayEvery, the first of an
+// outage and every slow one always.
+func TestSayReconnect(t *testing.T) {
+	now := time.Now()
+	for _, tc := range []struct {
+		name   string
+		saidAt time.Time
+		wait   time.Duration
+		want   bool
+	}{
+		{"first of an outage", time.Time{}, fastRetryEvery, true},
+		{"fast, just said", now.Add(-time.Second), fastRetryEvery, false},
+		{"fast, said long ago", now.Add(-reconnectSayEvery), fastRetryEvery, true},
+		{"slow, just said", now.Add(-time.Second), 2 * time.Second, true},
+	} {
+		if got := sayReconnect(tc.saidAt, tc.wait); got != tc.want {
+			t.Errorf("%s: sayReconnect = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
