@@ -10,7 +10,7 @@ LDFLAGS := -X github.com/pgsync/pgsync/cmd.Version=$(VERSION)
 # The integration tests' own clusters, apart from the ones of `make demo`.
 TEST_PG_DIR ?= /tmp/pgsync-test-pg
 
-.PHONY: all build pg-install test test-versions unit bench-test integration demo bench bench-hotpath clean
+.PHONY: all build pg-install test test-versions unit bench-test integration demo bench bench-large bench-hotpath clean
 
 all: build
 
@@ -62,13 +62,24 @@ demo: pg-install build
 # pgcopydb --follow; 3 runs each), the copy, the catch-up and one large
 # transaction. 16 minutes on 2 cores at d99166e. The bench clusters are stopped
 # at the end, pass or fail. bash scripts/bench-all.sh runs every benchmark.
-BENCH_PG := PGSYNC_PG_DIR=/tmp/pgsync-bench-pg PGSYNC_SOURCE_PORT=57432 PGSYNC_TARGET_PORT=57433
+BENCH_PG := PGSYNC_PG_DIR=/tmp/pgsync-bench-pg PGSYNC_SOURCE_PORT=26562 PGSYNC_TARGET_PORT=26563
 bench: pg-install build
 	@rc=0; \
 	  (cd scripts/bench && $(GO) run ./harness -root ../.. move && \
 	    $(GO) run ./harness -root ../.. copy && \
 	    $(GO) run ./harness -root ../.. catchup && \
 	    $(GO) run ./harness -root ../.. bigtxn -rows 2000000) || rc=$$?; \
+	  $(BENCH_PG) bash scripts/local-pg.sh stop; \
+	  [ $$rc -eq 0 ] || exit $$rc; \
+	  cd scripts/bench && $(GO) run ./page -root ../..
+
+# The whole move at about 10 GB (pgbench scale 600 and the documents,
+# under the same load as make bench), three runs of pgsync and of native,
+# interleaved; the page puts the medians beside the 1 GB move.
+bench-large: pg-install build
+	@rc=0; \
+	  (cd scripts/bench && $(GO) run ./harness -root ../.. move -scale 600 -runs 3 -contenders pgsync,native \
+	    -timeout 12m -out ../../bench-results/move-10gb) || rc=$$?; \
 	  $(BENCH_PG) bash scripts/local-pg.sh stop; \
 	  [ $$rc -eq 0 ] || exit $$rc; \
 	  cd scripts/bench && $(GO) run ./page -root ../..

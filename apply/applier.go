@@ -140,17 +140,19 @@ type Applier struct {
 	batchRows   int
 	batchBytes  int64
 
-	inTarget   bool // a target transaction is open
-	groupRows  int
-	groupBytes int64
-	groupStart time.Time
-	groupEnd   pglogrepl.LSN
-	groupFirst pglogrepl.LSN // commit LSN of the group's first source transaction
-	groupTime  time.Time     // source commit time of the group's last transaction
-	groupDDL   bool          // the group ran a captured DDL statement: it commits at its source transaction's end (keepGroupOpen)
-	timeBuf    []byte
-	sourceLSN  pglogrepl.LSN // commit LSN of the source transaction being applied
-	skips      []*relation   // relations with rows a trigger skipped in the open group (skip.go)
+	inTarget  bool // a target transaction is open
+	groupRows int
+	// txnFirstRow is groupRows when the current source transaction began.
+	txnFirstRow int
+	groupBytes  int64
+	groupStart  time.Time
+	groupEnd    pglogrepl.LSN
+	groupFirst  pglogrepl.LSN // commit LSN of the group's first source transaction
+	groupTime   time.Time     // source commit time of the group's last transaction
+	groupDDL    bool          // the group ran a captured DDL statement: it commits at its source transaction's end (keepGroupOpen)
+	timeBuf     []byte
+	sourceLSN   pglogrepl.LSN // commit LSN of the source transaction being applied
+	skips       []*relation   // relations with rows a trigger skipped in the open group (skip.go)
 
 	// streamed: this Applier applies one streamed transaction as it
 	// arrives (streamed.go); its rows are counted at its commit, and a

@@ -63,6 +63,11 @@ func (a *Applier) DDL(ctx context.Context, m pgoutput.Message) error {
 	if err != nil {
 		return a.failDDL(ctx, m.LSN, rec.Query, err)
 	}
+	if rec.Outside {
+		a.logger().Info("DDL on objects outside the job's schemas ignored", "lsn", m.LSN.String(), "commit_lsn", a.sourceLSN.String(),
+			"role_on_source", rec.Role, "statement", ddl.Short(rec.Query))
+		return nil
+	}
 	if a.streamed {
 		// The dispatcher gives such a transaction to its spool; this is
 		// the guard.
@@ -71,10 +76,14 @@ func (a *Applier) DDL(ctx context.Context, m pgoutput.Message) error {
 	if err := rec.Refused(); err != nil {
 		return a.failDDL(ctx, m.LSN, rec.Query, err)
 	}
-	stmts, refusal := ddl.Plan(rec.Query)
+	planned, refusal := ddl.Plan(rec.Query)
 	if refusal != nil {
 		return a.failDDL(ctx, m.LSN, refusal.Statement, refusal)
 	}
+	if planned.OnItsOwn != nil {
+		return a.runOnItsOwn(ctx, m.LSN, rec, planned.OnItsOwn)
+	}
+	stmts := planned.InTransaction
 	if stmts == "" {
 		return nil
 	}
@@ -94,6 +103,72 @@ func (a *Applier) DDL(ctx context.Context, m pgoutput.Message) error {
 	a.groupDDL = true
 	a.logger().Info("applied DDL captured on the source", "lsn", m.LSN.String(), "commit_lsn", a.sourceLSN.String(),
 		"role_on_source", rec.Role, "statement", ddl.Short(stmts))
+	return nil
+}
+
+// runOnItsOwn runs a captured statement that cannot run in a transaction
+// block (ddl/onitsown.go): the target transaction is committed before it
+// with the source transactions before its own, the statement's Todo runs
+// outside any, in its search_path, and a target transaction is opened
+// again for the rest of its source transaction, which commits at that
+// source transaction's end with the position past it. Its source
+// transaction must not have changed anything before it: those changes
+// would be committed with the position before them, and applied again
+// after a kill.
+func (a *Applier) runOnItsOwn(ctx context.Context, lsn pglogrepl.LSN, rec ddl.Record, own *ddl.OnItsOwn) error {
+	if a.groupRows != a.txnFirstRow || a.groupDDL {
+		return a.failDDL(ctx, lsn, own.Statement, &ddl.Refusal{Statement: own.Statement,
+			Why: "it cannot run in a transaction block, and its source transaction changed the database before it", Fix: "run it on the target by hand"})
+	}
+	if err := a.commitBefore(ctx); err != nil {
+		return err
+	}
+	var saved string
+	if err := a.conn.QueryRow(ctx, "SELECT pg_catalog.current_setting('search_path'), pg_catalog.set_config('search_path', $1, false)",
+		rec.SearchPath).Scan(&saved, nil); err != nil {
+		return a.fail(ctx, fmt.Errorf("set search_path for DDL at %s: %w", lsn, err))
+	}
+	var todo []string
+	if err := a.conn.QueryRow(ctx, own.Todo, own.Args...).Scan(&todo); err != nil {
+		return a.failDDL(ctx, lsn, own.Statement, fmt.Errorf("read what the target still runs of it: %w", err))
+	}
+	if len(todo) == 0 {
+		a.logger().Info("captured DDL found applied on the target already (a run was cut after it)", "lsn", lsn.String(),
+			"commit_lsn", a.sourceLSN.String(), "statement", ddl.Short(own.Statement))
+	}
+	for _, st := range todo {
+		a.logger().Info("applying DDL captured on the source, on its own (it cannot run inside a transaction)", "lsn", lsn.String(),
+			"commit_lsn", a.sourceLSN.String(), "role_on_source", rec.Role, "statement", ddl.Short(st))
+		if _, err := a.conn.Exec(ctx, st); err != nil {
+			return a.failDDL(ctx, lsn, st, err)
+		}
+	}
+	if _, err := a.conn.Exec(ctx, "SELECT pg_catalog.set_config('search_path', $1, false)", saved); err != nil {
+		return a.fail(ctx, fmt.Errorf("set search_path back after DDL at %s: %w", lsn, err))
+	}
+	a.openTarget(ctx, a.sourceLSN)
+	a.groupDDL = true
+	return nil
+}
+
+// commitBefore commits the open target transaction, which holds nothing
+// of the current source transaction: with the position at the end of the
+// source transactions before it when it holds any, as an empty COMMIT
+// when the current one is its first.
+func (a *Applier) commitBefore(ctx context.Context) error {
+	if !a.inTarget {
+		return nil
+	}
+	if a.sourceLSN > a.groupFirst {
+		return a.commit(ctx)
+	}
+	if err := a.drain(ctx); err != nil {
+		return err
+	}
+	if _, err := a.conn.Exec(ctx, "COMMIT"); err != nil {
+		return a.fail(ctx, fmt.Errorf("target commit before DDL of the source transaction committing at %s: %w", a.sourceLSN, err))
+	}
+	a.inTarget = false
 	return nil
 }
 

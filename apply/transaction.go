@@ -25,16 +25,23 @@ const maxGroupAge = time.Second
 // Begin opens a target transaction unless one is already open for the group.
 func (a *Applier) Begin(ctx context.Context, b pgoutput.Begin) error {
 	a.sourceLSN = b.FinalLSN
+	a.txnFirstRow = a.groupRows
 	if a.inTarget {
 		return nil
 	}
+	a.openTarget(ctx, b.FinalLSN)
+	return nil
+}
+
+// openTarget opens a target transaction for a group whose first source
+// transaction commits at first.
+func (a *Applier) openTarget(ctx context.Context, first pglogrepl.LSN) {
 	a.startPipeline(ctx)
 	a.pipeline.SendQueryParams("BEGIN", nil, nil, nil, nil)
-	a.pending = append(a.pending, pending{kind: pendingControl, lsn: b.FinalLSN})
+	a.pending = append(a.pending, pending{kind: pendingControl, lsn: first})
 	a.inTarget = true
 	a.groupStart = time.Now()
-	a.groupFirst = b.FinalLSN
-	return nil
+	a.groupFirst = first
 }
 
 // Commit ends a source transaction. When more is true (further source

@@ -20,17 +20,18 @@ import (
 // jobOptions copies what the lifecycle needs from the configuration.
 func jobOptions(cfg *config.Config) job.Options {
 	return job.Options{
-		Job:               cfg.Job,
-		SourceURL:         cfg.SourceURL,
-		SourcePrimaryURL:  cfg.SourcePrimaryURL,
-		TargetURL:         cfg.TargetURL,
-		Tables:            cfg.Tables,
-		Slot:              cfg.SlotName(),
-		MaxParallelCopies: cfg.Tuning.MaxParallelCopies,
-		BufferSizeBytes:   cfg.Tuning.BufferSizeBytes,
-		CopyRangeBytes:    cfg.Tuning.CopyRangeBytes,
-		PgDump:            cfg.PgDump,
-		DDLCapture:        cfg.DDL == config.DDLCapture,
+		Job:                     cfg.Job,
+		SourceURL:               cfg.SourceURL,
+		SourcePrimaryURL:        cfg.SourcePrimaryURL,
+		TargetURL:               cfg.TargetURL,
+		Tables:                  cfg.Tables,
+		Slot:                    cfg.SlotName(),
+		MaxParallelCopies:       cfg.Tuning.MaxParallelCopies,
+		BufferSizeBytes:         cfg.Tuning.BufferSizeBytes,
+		CopyRangeBytes:          cfg.Tuning.CopyRangeBytes,
+		BuildMaintenanceWorkMem: cfg.Tuning.BuildMaintenanceWorkMem,
+		PgDump:                  cfg.PgDump,
+		DDLCapture:              cfg.DDL == config.DDLCapture,
 		// Hidden, for tests: the path of sources older than 14 on any.
 		DDLTablePath: os.Getenv("PGSYNC_DDL_TABLE_PATH") == "1",
 	}

@@ -102,6 +102,10 @@ type Tuning struct {
 	// segments arrive, committed at its commit; "at-commit", all of it from
 	// its spool once it commits, as PostgreSQL 15's own apply worker does.
 	ApplyStreamed string
+	// BuildMaintenanceWorkMem is maintenance_work_mem on the target
+	// sessions that build keys, indexes and foreign keys after the copy
+	// (a PostgreSQL memory value, "256MB"); empty leaves the server's.
+	BuildMaintenanceWorkMem string
 }
 
 // The values of tuning.apply_streamed.
@@ -174,8 +178,12 @@ type fileConfig struct {
 		WALReceiverTimeout *string `toml:"wal_receiver_timeout"`
 		RunProcs           *int    `toml:"run_procs"`
 		ApplyStreamed      *string `toml:"apply_streamed"`
+		BuildMaintenance   *string `toml:"build_maintenance_work_mem"`
 	} `toml:"tuning"`
 }
+
+// memoryValue is a PostgreSQL memory setting's value with its unit.
+var memoryValue = regexp.MustCompile(`^[1-9][0-9]*(kB|MB|GB|TB)$`)
 
 // jobNamePattern keeps the job name a plain lower-case identifier: it is
 // spliced into CREATE_REPLICATION_SLOT, which does not quote, and
@@ -331,6 +339,12 @@ func Parse(name, text string, getenv func(string) string) (*Config, error) {
 			return fail("tuning.copy_range_mb", "%d is out of range (0 to 1048576; 0 copies every table whole)", *v)
 		}
 		t.CopyRangeBytes = int64(*v) << 20
+	}
+	if s := fc.Tuning.BuildMaintenance; s != nil {
+		if !memoryValue.MatchString(*s) {
+			return fail("tuning.build_maintenance_work_mem", "%q is not a PostgreSQL memory value (such as \"256MB\" or \"1GB\")", *s)
+		}
+		t.BuildMaintenanceWorkMem = *s
 	}
 	if s := fc.Tuning.WALReceiverTimeout; s != nil {
 		if t.WALReceiverTimeout, err = parseTimeout(*s); err != nil {

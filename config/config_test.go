@@ -53,12 +53,13 @@ copy_range_mb = 8
 wal_receiver_timeout = "90s"
 run_procs = 0
 apply_streamed = "at-commit"
+build_maintenance_work_mem = "256MB"
 `, noEnv)
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := Tuning{MaxInflightBytes: 32 << 20, MaxBatchRows: 100, MaxBatchBytes: 1000000, MaxGroupBytes: 8 << 20, BufferSizeBytes: 64 << 10, MaxParallelCopies: 4, CopyRangeBytes: 8 << 20,
-		WALReceiverTimeout: 90 * time.Second, RunProcs: 0, ApplyStreamed: "at-commit"}
+		WALReceiverTimeout: 90 * time.Second, RunProcs: 0, ApplyStreamed: "at-commit", BuildMaintenanceWorkMem: "256MB"}
 	if cfg.Tuning != want {
 		t.Errorf("tuning = %+v, want %+v", cfg.Tuning, want)
 	}
@@ -201,6 +202,7 @@ func TestParseErrors(t *testing.T) {
 		{"timeout as a number", base + "[tuning]\nwal_receiver_timeout = 60\n", []string{"f.toml", "wal_receiver_timeout"}},
 		{"empty pg_dump", strings.Replace(base, `tables = ["public.*"]`, "tables = [\"public.*\"]\npg_dump = \" \"", 1), []string{"job.pg_dump", "empty"}},
 		{"run_procs negative", base + "[tuning]\nrun_procs = -1\n", []string{"tuning.run_procs", "out of range"}},
+		{"build_maintenance_work_mem without unit", base + "[tuning]\nbuild_maintenance_work_mem = \"256\"\n", []string{"tuning.build_maintenance_work_mem", `"256"`, "256MB"}},
 		{"apply_streamed unknown", base + "[tuning]\napply_streamed = \"early\"\n", []string{"tuning.apply_streamed", `"early"`, "as-received"}},
 		{"toml syntax", "[source\n", []string{"f.toml", "line 2"}},
 		{"bad url keeps password secret", strings.Replace(base, "postgres://postgres@127.0.0.1:55432/app", "postgres://u:s3cret@127.0.0.1:notaport/app", 1), []string{"source.url", "not a valid"}},

@@ -51,6 +51,7 @@ DECLARE
   schema_likes text[] := %[3]s;
   name_likes text[] := %[4]s;
   touched boolean := false;
+  outside boolean := false;
   obj record;
   guard text;
   signing_key text;
@@ -70,8 +71,9 @@ BEGIN
       PERFORM set_config('pgsync.ddl_rewrites_%[1]s', coalesce(current_setting('pgsync.ddl_rewrites_%[1]s', true), '')
         || pg_event_trigger_table_rewrite_oid()::text || ':' || pg_event_trigger_table_rewrite_reason()::text || ',', true);
     ELSIF TG_EVENT = 'sql_drop' THEN
-      SELECT coalesce(bool_or(true), false) INTO touched FROM pg_event_trigger_dropped_objects() d
-      WHERE d.schema_name <> 'pgsync' AND d.schema_name LIKE ANY (schema_likes);
+      SELECT coalesce(bool_or(d.schema_name LIKE ANY (schema_likes)), false), coalesce(bool_or(NOT d.is_temporary), false)
+        INTO touched, outside FROM pg_event_trigger_dropped_objects() d
+      WHERE d.schema_name <> 'pgsync' AND d.schema_name NOT LIKE 'pg\_temp%%' AND d.schema_name NOT LIKE 'pg\_toast%%';
     ELSE
       FOR obj IN SELECT * FROM pg_event_trigger_ddl_commands() LOOP
         -- GRANT and REVOKE name no object here: every one is carried
@@ -90,6 +92,7 @@ BEGIN
           WHEN 'pg_policy'::regclass THEN (SELECT n.nspname FROM pg_policy x JOIN pg_class c ON c.oid = x.polrelid
                                             JOIN pg_namespace n ON n.oid = c.relnamespace WHERE x.oid = obj.objid)
           END);
+        outside := outside OR (sch IS NOT NULL AND sch <> 'pgsync' AND sch NOT LIKE 'pg\_temp%%');
         CONTINUE WHEN sch IS NULL OR sch = 'pgsync' OR NOT sch LIKE ANY (schema_likes);
         touched := true;
         IF obj.object_type = 'table' AND obj.command_tag IN ('CREATE TABLE', 'CREATE TABLE AS', 'SELECT INTO')
@@ -106,9 +109,20 @@ BEGIN
       END LOOP;
       PERFORM set_config('pgsync.ddl_rewrites_%[1]s', '', true);
     END IF;
+    who := CASE WHEN current_setting('role') = 'none' THEN session_user::text ELSE current_setting('role') END;
+    IF NOT touched AND outside THEN
+      -- Told to run, which logs it and applies nothing: the operator sees
+      -- what the move leaves out. Once per statement string, as below.
+      guard := txid_current()::text || ' ' || statement_timestamp()::text || ' ' || md5(coalesce(current_query(), ''));
+      IF coalesce(current_setting('pgsync.ddl_outside_guard_%[1]s', true), '') <> guard THEN
+        PERFORM set_config('pgsync.ddl_outside_guard_%[1]s', guard, true);
+        SELECT k.key INTO signing_key FROM pgsync.ddl_keys k WHERE k.job = '%[1]s';
+        payload := json_build_object('job', '%[1]s', 'query', coalesce(current_query(), ''), 'search_path', caller_path,
+                                     'role', who, 'tag', TG_TAG, 'outside', true)::text;
+` + sendSigned + `      END IF;
+    END IF;
     IF touched THEN
       SELECT k.key INTO signing_key FROM pgsync.ddl_keys k WHERE k.job = '%[1]s';
-      who := CASE WHEN current_setting('role') = 'none' THEN session_user::text ELSE current_setting('role') END;
       guard := txid_current()::text || ' ' || statement_timestamp()::text || ' ' || md5(coalesce(current_query(), ''));
       IF coalesce(current_setting('pgsync.ddl_guard_%[1]s', true), '') <> guard THEN
         PERFORM set_config('pgsync.ddl_guard_%[1]s', guard, true);

@@ -47,6 +47,9 @@ type Record struct {
 	// the statement's: the tables whose existing rows the statement gave
 	// values that depend on where it runs (where.go). run refuses it.
 	Elsewhere []Elsewhere `json:"elsewhere,omitempty"`
+	// Outside marks the record of a statement that touched none of the
+	// job's schemas, only others: run logs it and applies nothing.
+	Outside bool `json:"outside,omitempty"`
 }
 
 // envelope is the message's content: the record's JSON text and its

@@ -30,7 +30,8 @@ import (
 //     it would apply them twice or guess;
 //   - a statement that cannot run in a transaction block (CREATE INDEX
 //     CONCURRENTLY, DROP INDEX CONCURRENTLY, REINDEX CONCURRENTLY, DETACH
-//     PARTITION CONCURRENTLY) refuses the string too, for now.
+//     PARTITION CONCURRENTLY) cannot share its string with another one on
+//     the source either: it runs on its own (onitsown.go).
 //
 // A refusal stops run at the message, with the statement and the fix:
 // run what it meant by hand on the target, then pgsync run --skip-ddl
@@ -49,27 +50,42 @@ func (r *Refusal) Error() string {
 	return fmt.Sprintf("%s: %s (%s)", oneLine(r.Statement), r.Why, r.Fix)
 }
 
-// Plan returns the statements of query the target runs, joined into one
-// string for the simple protocol, or the refusal. An empty string (no
-// statement left) runs nothing.
-func Plan(query string) (string, *Refusal) {
+// Planned is what the target runs for a captured statement string.
+type Planned struct {
+	// InTransaction is the string's DDL statements joined into one string
+	// for the simple protocol, run in the target transaction of the
+	// source transaction; empty runs nothing.
+	InTransaction string
+	// OnItsOwn, when set, is the string's one statement, which cannot run
+	// in a transaction block.
+	OnItsOwn *OnItsOwn
+}
+
+// Plan returns what the target runs for the statement string query, or
+// the refusal.
+func Plan(query string) (Planned, *Refusal) {
 	var run []string
-	for _, st := range Split(query) {
+	stmts := Split(query)
+	for _, st := range stmts {
 		words := leadingWords(st, 8)
 		switch kind(words) {
 		case kindDDL:
 			if concurrent(st, words) {
-				return "", &Refusal{Statement: st, Why: "it cannot run inside the target transaction that applies its source transaction",
-					Fix: "run its form without CONCURRENTLY on the target by hand"}
+				if len(stmts) > 1 {
+					return Planned{}, &Refusal{Statement: st, Why: "it cannot run in a transaction block, and its string holds other statements",
+						Fix: "run the string's statements on the target by hand"}
+				}
+				own, refusal := planOnItsOwn(st)
+				return Planned{OnItsOwn: own}, refusal
 			}
 			run = append(run, st)
 		case kindTransaction, kindSetting:
 		default:
-			return "", &Refusal{Statement: st, Why: "a statement string that holds DDL holds this too, which is not DDL: its rows are in the stream already, or its effect cannot be known from its text",
+			return Planned{}, &Refusal{Statement: st, Why: "a statement string that holds DDL holds this too, which is not DDL: its rows are in the stream already, or its effect cannot be known from its text",
 				Fix: "run the string's DDL on the target by hand"}
 		}
 	}
-	return strings.Join(run, ";\n"), nil
+	return Planned{InTransaction: strings.Join(run, ";\n")}, nil
 }
 
 // TargetSQL is the string the target runs for the statements stmts
@@ -221,12 +237,13 @@ func routine(first []string) bool {
 	return false
 }
 
-// token is a word or a punctuation byte of a statement; strings, quoted
-// identifiers, comments and whitespace are skipped.
+// token is a word, a quoted identifier or a punctuation byte of a
+// statement; strings, comments and whitespace are skipped.
 type token struct {
-	text string
-	pos  int
-	word bool
+	text        string
+	pos         int
+	word        bool
+	quotedIdent bool // text is "..." as written, quotes included
 }
 
 // scanner walks SQL text the way PostgreSQL's lexer splits it, as far as
@@ -252,7 +269,9 @@ func (s *scanner) next() (token, bool) {
 			escapes := s.i > 0 && (s.src[s.i-1] == 'E' || s.src[s.i-1] == 'e') && (s.i < 2 || !isWordByte(s.src[s.i-2]))
 			s.quoted('\'', escapes)
 		case c == '"':
+			start := s.i
 			s.quoted('"', false)
+			return token{text: s.src[start:s.i], pos: start, quotedIdent: true}, true
 		case c == '$' && s.dollarQuote():
 		case isWordStart(c):
 			start := s.i

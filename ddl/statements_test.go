@@ -47,10 +47,8 @@ func TestPlan(t *testing.T) {
 		{"BEGIN; SET lock_timeout = '5s'; ALTER TABLE t ADD c int; CREATE INDEX i ON t (c); COMMIT",
 			"ALTER TABLE t ADD c int;\nCREATE INDEX i ON t (c)", ""},
 		{"START TRANSACTION; ALTER TABLE t RENAME a TO b; END", "ALTER TABLE t RENAME a TO b", ""},
-		{"create unique index concurrently i on t (c)", "", "create unique index concurrently i on t (c)"},
-		{"DROP INDEX CONCURRENTLY i", "", "DROP INDEX CONCURRENTLY i"},
-		{"REINDEX (VERBOSE) TABLE CONCURRENTLY t", "", "REINDEX (VERBOSE) TABLE CONCURRENTLY t"},
-		{"ALTER TABLE p DETACH PARTITION p1 CONCURRENTLY", "", "ALTER TABLE p DETACH PARTITION p1 CONCURRENTLY"},
+		{"create index concurrently on t (c)", "", "create index concurrently on t (c)"},
+		{"ALTER TABLE t ADD c int; CREATE INDEX CONCURRENTLY i ON t (c)", "", "CREATE INDEX CONCURRENTLY i ON t (c)"},
 		{"REFRESH MATERIALIZED VIEW CONCURRENTLY v", "REFRESH MATERIALIZED VIEW CONCURRENTLY v", ""},
 		{`CREATE INDEX "concurrently" ON t (c)`, `CREATE INDEX "concurrently" ON t (c)`, ""},
 		{"INSERT INTO t VALUES (1); ALTER TABLE t ADD c int", "", "INSERT INTO t VALUES (1)"},
@@ -62,9 +60,37 @@ func TestPlan(t *testing.T) {
 		case tc.refused == "" && ref != nil:
 			t.Errorf("Plan(%q) refused: %v", tc.query, ref)
 		case tc.refused != "" && (ref == nil || ref.Statement != tc.refused):
-			t.Errorf("Plan(%q) = %q, %v; want a refusal of %q", tc.query, got, ref, tc.refused)
-		case got != tc.want:
-			t.Errorf("Plan(%q) = %q, want %q", tc.query, got, tc.want)
+			t.Errorf("Plan(%q) = %+v, %v; want a refusal of %q", tc.query, got, ref, tc.refused)
+		case got.InTransaction != tc.want || got.OnItsOwn != nil:
+			t.Errorf("Plan(%q) = %+v, want %q", tc.query, got, tc.want)
+		}
+	}
+}
+
+// TestPlanOnItsOwn: a statement that cannot run in a transaction block
+// runs on its own, with the query that tells what is left of it on the
+// target reading the names it acts on, as written.
+func TestPlanOnItsOwn(t *testing.T) {
+	for _, tc := range []struct {
+		query string
+		todo  string
+		names []any
+	}{
+		{"create unique index concurrently i on t (c)", todoCreateIndex, []any{"i", "t"}},
+		{`CREATE INDEX CONCURRENTLY IF NOT EXISTS "Big Idx" ON ONLY app."Items" USING btree (c)`, todoCreateIndex, []any{`"Big Idx"`, `app."Items"`}},
+		{"DROP INDEX CONCURRENTLY IF EXISTS app.i", todoDropIndex, []any{"app.i"}},
+		{"REINDEX (VERBOSE) TABLE CONCURRENTLY t", todoReindex, []any{"t"}},
+		{"REINDEX SCHEMA CONCURRENTLY app", todoAlways, nil},
+		{"ALTER TABLE IF EXISTS ONLY m DETACH PARTITION m_2024 CONCURRENTLY", todoDetach, []any{"m", "m_2024"}},
+	} {
+		got, ref := Plan(tc.query)
+		if ref != nil || got.OnItsOwn == nil || got.InTransaction != "" {
+			t.Errorf("Plan(%q) = %+v, %v; want it on its own", tc.query, got, ref)
+			continue
+		}
+		own := got.OnItsOwn
+		if !strings.HasPrefix(own.Todo, tc.todo[:min(40, len(tc.todo))]) || own.Statement != tc.query || !reflect.DeepEqual(own.Args, append([]any{tc.query}, tc.names...)) {
+			t.Errorf("Plan(%q).OnItsOwn = %+v", tc.query, own)
 		}
 	}
 }

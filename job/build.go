@@ -109,7 +109,7 @@ func (j *Job) buildObjects(ctx context.Context, workers int, phases [][]object) 
 		g, gctx := errgroup.WithContext(ctx)
 		for range min(max(workers, 1), len(phase)) {
 			g.Go(func() error {
-				conn, err := pgconnect.Connect(gctx, "target", j.opts.TargetURL)
+				conn, err := pgconnect.Connect(gctx, "target", j.buildURL())
 				if err != nil {
 					return err
 				}
@@ -139,6 +139,16 @@ func (j *Job) buildObjects(ctx context.Context, workers int, phases [][]object) 
 		}
 	}
 	return errors.Join(failures...)
+}
+
+// buildURL is the target's url for the sessions that build keys, indexes
+// and foreign keys: with tuning.build_maintenance_work_mem when set, so
+// that a large table's index sorts in memory.
+func (j *Job) buildURL() string {
+	if j.opts.BuildMaintenanceWorkMem == "" {
+		return j.opts.TargetURL
+	}
+	return pgconnect.WithSetting(j.opts.TargetURL, "maintenance_work_mem", j.opts.BuildMaintenanceWorkMem)
 }
 
 // settleBuild says what the errors of a build mean for its step. An object

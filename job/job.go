@@ -39,6 +39,9 @@ type Options struct {
 	MaxParallelCopies int
 	BufferSizeBytes   int
 	CopyRangeBytes    int64
+	// BuildMaintenanceWorkMem is maintenance_work_mem on the sessions that
+	// build keys, indexes and foreign keys (buildURL); empty: the server's.
+	BuildMaintenanceWorkMem string
 	// PgDump is the pg_dump that bootstrap takes the schema from when the
 	// target has none of the job's tables; "off" keeps the built-in
 	// creator.

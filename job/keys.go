@@ -120,7 +120,7 @@ func (kb *keyBuilder) tableObjects(ctx context.Context, table string) ([]object,
 		return nil, nil, nil
 	}
 	if kb.conn == nil {
-		conn, err := pgconnect.Connect(ctx, "target", kb.j.opts.TargetURL)
+		conn, err := pgconnect.Connect(ctx, "target", kb.j.buildURL())
 		if err != nil {
 			return nil, nil, err
 		}

@@ -132,10 +132,12 @@ type schemaBuilder struct {
 // openSchemaBuilder opens the job's builder; nil when it has no
 // post-data objects left to build.
 func (j *Job) openSchemaBuilder(ctx context.Context) (*schemaBuilder, error) {
-	b, err := schemadump.OpenBuilder(ctx, j.tgt, j.opts.TargetURL, j.opts.PgDump, j.opts.Job)
+	b, err := schemadump.OpenBuilder(ctx, j.tgt, j.buildURL(), j.opts.PgDump, j.opts.Job)
 	if err != nil || b == nil {
 		return nil, err
 	}
+	objects, runs := b.Scripts()
+	j.log.Info("read the post-data objects' scripts", "objects", objects, "pg_restore_runs", runs)
 	return &schemaBuilder{j: j, b: b}, nil
 }
 

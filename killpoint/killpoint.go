@@ -2,8 +2,8 @@
 // right after a chosen statement, so that every statement of a command can
 // be the last one it ran: an external kill at a random time hits the slow
 // statements and misses the fast ones between them. It does nothing unless
-// PGSYNC_KILL_AFTER_STATEMENT or PGSYNC_STATEMENT_LOG is set in the
-// environment of the process; no configuration key reaches it.
+// PGSYNC_KILL_AFTER_STATEMENT, PGSYNC_KILL_AFTER_TEXT or
+// PGSYNC_STATEMENT_LOG is set in the environment of the process; no configuration key reaches it.
 package killpoint
 
 import (
@@ -23,6 +23,10 @@ var (
 	// killAfter is the number of the statement after which the process
 	// kills itself (from 1); 0: never.
 	killAfter, _ = strconv.ParseInt(os.Getenv("PGSYNC_KILL_AFTER_STATEMENT"), 10, 64)
+	// killAfterText, when set, makes the process kill itself after the
+	// first statement whose text is exactly it: a kill point named by the
+	// statement, for a model that aims at one window.
+	killAfterText = os.Getenv("PGSYNC_KILL_AFTER_TEXT")
 	// logPath, when set, gets one line per counted statement: its number
 	// and the start of its text, for the model to name its kill points.
 	logPath = os.Getenv("PGSYNC_STATEMENT_LOG")
@@ -31,7 +35,7 @@ var (
 )
 
 // Enabled reports whether statements are counted in this process.
-func Enabled() bool { return killAfter > 0 || logPath != "" }
+func Enabled() bool { return killAfter > 0 || killAfterText != "" || logPath != "" }
 
 type uncountedKey struct{}
 
@@ -60,7 +64,7 @@ func Done(ctx context.Context, sql string) {
 		}
 		logMu.Unlock()
 	}
-	if n == killAfter {
+	if n == killAfter || killAfterText != "" && strings.TrimSpace(sql) == killAfterText {
 		_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
 		select {} // the signal ends the process before anything else runs
 	}

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	neturl "net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -63,6 +64,20 @@ func apply(cfg *pgconn.Config) {
 		}
 		cfg.RuntimeParams[k] = v
 	}
+}
+
+// WithSetting returns url with the server setting key = value added, sent
+// when the session starts: a RESET ALL in the session goes back to it.
+// url is a URL (postgres://...) or key=value pairs, as pgx reads both.
+func WithSetting(url, key, value string) string {
+	if strings.Contains(url, "://") {
+		sep := "?"
+		if strings.Contains(url, "?") {
+			sep = "&"
+		}
+		return url + sep + neturl.QueryEscape(key) + "=" + neturl.QueryEscape(value)
+	}
+	return url + " " + key + "='" + strings.NewReplacer(`\`, `\\`, `'`, `\'`).Replace(value) + "'"
 }
 
 // Connect opens a normal connection. role names the server ("source" or

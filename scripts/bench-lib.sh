@@ -4,8 +4,8 @@
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 export PGSYNC_PG_DIR=${PGSYNC_PG_DIR:-/tmp/pgsync-bench-pg}
-export PGSYNC_SOURCE_PORT=${PGSYNC_SOURCE_PORT:-57432}
-export PGSYNC_TARGET_PORT=${PGSYNC_TARGET_PORT:-57433}
+export PGSYNC_SOURCE_PORT=${PGSYNC_SOURCE_PORT:-26562}
+export PGSYNC_TARGET_PORT=${PGSYNC_TARGET_PORT:-26563}
 # The scripts read pgsync's log lines as text (its default is JSON when
 # stderr is not a terminal).
 export PGSYNC_LOG_FORMAT=${PGSYNC_LOG_FORMAT:-text}

@@ -62,32 +62,3 @@ func TestDDLKillInsideTransaction(t *testing.T) {
 		t.Errorf("history on the target: %s (at the default, of the new shape, all), want 500 500 1001", got)
 	}
 }
-
-// TestDDLConcurrentIndexRefused: CREATE UNIQUE INDEX CONCURRENTLY (Django's
-// AddIndexConcurrently, Rails' algorithm: :concurrently) cannot run in the
-// target transaction: run stops at it with one line that names it and the
-// fix, nothing of its transaction applied; the index built by hand without
-// CONCURRENTLY and run --skip-ddl go on, and the sides are equal.
-func TestDDLConcurrentIndexRefused(t *testing.T) {
-	e := newEnv(t, histSchema+"\n"+histUsers, "ddl = \"capture\"\n")
-	e.mustPgsync("bootstrap")
-	e.srcExec("INSERT INTO users (email, name) VALUES ('a@example.com', 'a')")
-	e.srcExec("CREATE UNIQUE INDEX CONCURRENTLY users_email_lower_uniq ON users ((lower(email)))")
-	e.srcExec("INSERT INTO users (email, name) VALUES ('b@example.com', 'b')")
-	r := e.pgsync("run", "--until-caught-up")
-	if r.code != 1 {
-		t.Fatalf("run: exit %d, want 1\n%s", r.code, r.stderr)
-	}
-	line := lastErrorLine(r.stderr)
-	m := ddlStop.FindStringSubmatch(line)
-	if m == nil || !strings.Contains(line, "CREATE UNIQUE INDEX CONCURRENTLY users_email_lower_uniq") ||
-		!strings.Contains(line, "without CONCURRENTLY") || !strings.Contains(line, "pgsync run --skip-ddl "+m[1]) {
-		t.Fatalf("the error does not name the statement and the fix on one line:\n%s", r.stderr)
-	}
-	if got := queryOne[string](t, e.tgt, "SELECT string_agg(name, ',' ORDER BY name) FROM users WHERE name IN ('a', 'b')"); got != "a" {
-		t.Errorf("users a and b on the target: %s, want a (written before the refused statement) only", got)
-	}
-	e.tgtExec("CREATE UNIQUE INDEX users_email_lower_uniq ON users ((lower(email)))")
-	e.mustPgsync("run", "--until-caught-up", "--skip-ddl", m[1])
-	e.assertSameApp()
-}

@@ -108,15 +108,20 @@ type Copy struct {
 // backlog applied by pgsync run --until-caught-up and by a native
 // subscriber that was disabled while it was written, and read by the floor.
 type Catchup struct {
-	Command  string        `json:"command"`
-	Date     string        `json:"date"`
-	Env      Environment   `json:"environment"`
-	RTTms    *float64      `json:"rtt_ms,omitempty" bench:"optional"`
-	Backlog  int64         `json:"backlog_transactions"`
-	WALBytes float64       `json:"wal_bytes"`
-	Pgsync   CatchupPgsync `json:"pgsync"`
-	Native   CatchupNative `json:"native"`
-	Floor    Floor         `json:"floor"`
+	Command string      `json:"command"`
+	Date    string      `json:"date"`
+	Env     Environment `json:"environment"`
+	RTTms   *float64    `json:"rtt_ms,omitempty" bench:"optional"`
+	Backlog int64       `json:"backlog_transactions"`
+	// BacklogSeconds is how long pgbench took to write the backlog on the
+	// source (with job.ddl = "capture", beside the event triggers).
+	BacklogSeconds float64 `json:"backlog_seconds,omitempty" bench:"optional"`
+	WALBytes       float64 `json:"wal_bytes"`
+	// DDL is pgsync's job.ddl when the measurement set it.
+	DDL    string        `json:"ddl,omitempty" bench:"optional"`
+	Pgsync CatchupPgsync `json:"pgsync"`
+	Native CatchupNative `json:"native"`
+	Floor  Floor         `json:"floor"`
 	// PeekSeconds is the server's decoding of the backlog alone
 	// (pg_logical_slot_peek_binary_changes), PeekBinarySeconds the same
 	// with pgoutput's binary option.

@@ -37,6 +37,7 @@ type catchupConfig struct {
 	rows     int64    // rows a table of the dataset
 	rttMS    int      // the latency proxy's round trip; -1: no proxy
 	runFlags []string // extra flags for pgsync run
+	ddl      string   // job.ddl; "" leaves the default (stop)
 }
 
 // args are the flags of harness catchup that make the same measurement,
@@ -48,6 +49,9 @@ func (c catchupConfig) args() []string {
 	}
 	if len(c.runFlags) > 0 {
 		a = append(a, "-run-flags", strconv.Quote(strings.Join(c.runFlags, " ")))
+	}
+	if c.ddl != "" {
+		a = append(a, "-ddl", c.ddl)
 	}
 	return append(a, "-out", c.dir)
 }
@@ -65,12 +69,16 @@ func catchupMain(ctx context.Context, root string, args []string) error {
 	rows := fs.Int64("rows", 200000, "rows a table of the dataset")
 	rtt := fs.Int("rtt", -1, "round trip in ms of scripts/latency-proxy in front of the source for every consumer (-1: no proxy)")
 	runFlags := fs.String("run-flags", "", "extra flags for pgsync run, separated by spaces")
+	ddl := fs.String("ddl", "", "job.ddl of pgsync's job: stop or capture (default: the key left out, stop)")
 	out := fs.String("out", "", "the results' directory (default bench-results)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("catchup: unexpected arguments %q", fs.Args())
+	}
+	if *ddl != "" && *ddl != "stop" && *ddl != "capture" {
+		return fmt.Errorf("catchup: -ddl %q: want stop or capture", *ddl)
 	}
 	if *backlog < catchupClients || *rows < 1000 {
 		return fmt.Errorf("catchup: -backlog must be at least %d and -rows at least 1000", catchupClients)
@@ -80,7 +88,7 @@ func catchupMain(ctx context.Context, root string, args []string) error {
 		return err
 	}
 	defer stop()
-	c := catchupConfig{dir: dir, backlog: *backlog, rows: *rows, rttMS: *rtt, runFlags: strings.Fields(*runFlags)}
+	c := catchupConfig{dir: dir, backlog: *backlog, rows: *rows, rttMS: *rtt, runFlags: strings.Fields(*runFlags), ddl: *ddl}
 	res, err := b.catchup(ctx, c)
 	if err != nil {
 		return err
@@ -121,7 +129,8 @@ func (b *bench) catchup(ctx context.Context, c catchupConfig) (benchres.Catchup,
 		return res, fmt.Errorf("catchup: dataset: %w", err)
 	}
 	cfg := filepath.Join(c.dir, "catchup.toml")
-	if err := (jobConfig{job: catchupDB, sourceDB: catchupDB, targetDB: catchupDB, sourcePort: via}).write(cfg); err != nil {
+	res.DDL = c.ddl
+	if err := (jobConfig{job: catchupDB, sourceDB: catchupDB, targetDB: catchupDB, sourcePort: via, ddl: c.ddl}).write(cfg); err != nil {
 		return res, err
 	}
 	say("catchup", "pgsync bootstrap")
@@ -230,9 +239,11 @@ func (b *bench) catchupBacklog(ctx context.Context, c catchupConfig, res *benchr
 		return "", err
 	}
 	defer p.stop(10 * time.Second)
+	t0 := time.Now()
 	if err := p.wait(ctx, catchupLimit); err != nil {
 		return "", fmt.Errorf("catchup: pgbench writing the backlog: %w (see %s)", err, pgbenchLog)
 	}
+	res.BacklogSeconds = time.Since(t0).Seconds()
 	if err := query(ctx, sourcePort, catchupDB, "SELECT pg_current_wal_lsn()::text", &walEnd); err != nil {
 		return "", err
 	}

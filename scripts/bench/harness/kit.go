@@ -211,6 +211,7 @@ type jobConfig struct {
 	sourcePort int
 	tables     []string // default public.*
 	tuning     string   // [tuning] keys, if any
+	ddl        string   // job.ddl, if set
 }
 
 // write writes the configuration to path.
@@ -229,6 +230,9 @@ func (c jobConfig) write(path string) error {
 	}
 	cfg := fmt.Sprintf("[source]\nurl = %q\n[target]\nurl = %q\n[job]\nname = %q\ntables = [%s]\n",
 		url(port, c.sourceDB), url(targetPort, c.targetDB), c.job, strings.Join(quoted, ", "))
+	if c.ddl != "" {
+		cfg += fmt.Sprintf("ddl = %q\n", c.ddl)
+	}
 	if c.tuning != "" {
 		cfg += "[tuning]\n" + c.tuning + "\n"
 	}
