@@ -214,18 +214,27 @@ var (
 // walsender of its previous connection to release the slot.
 const slotReleaseWait = 60 * time.Second
 
+// startReleaseWait bounds the same wait at a first start: the walsender of
+// a run that has just ended (killed, or run --until-caught-up) may hold the
+// slot a moment longer than its process lived; another run that streams
+// keeps it, and the start is refused once this has passed.
+const startReleaseWait = 2 * time.Second
+
 // awaitSlot checks, on the replication connection before streaming, that
-// the job's slot exists, is usable and is not in use. At the first start an
-// active slot is an error at once: another pgsync runs the job. When
-// reconnecting, the walsender of the lost connection may still hold it for
-// a while; awaitSlot waits for it up to slotReleaseWait.
+// the job's slot exists, is usable and is not in use. At the first start a
+// slot still active after startReleaseWait is an error: another pgsync runs
+// the job. When reconnecting, the walsender of the lost connection may
+// still hold it for a while; awaitSlot waits for it up to slotReleaseWait.
 func awaitSlot(ctx context.Context, conn *pgconn.PgConn, n Names, reconnecting bool, log *slog.Logger) error {
 	walStatus := "coalesce(wal_status, '')"
 	if ServerMajor(conn) < 13 { // no wal_status: a slot of 12 is never invalidated
 		walStatus = "''"
 	}
 	sql := "SELECT coalesce(active_pid, 0)::text, " + walStatus + " FROM pg_replication_slots WHERE slot_name = " + catalog.QuoteLiteral(n.Slot)
-	deadline := time.Now().Add(slotReleaseWait)
+	deadline := time.Now().Add(startReleaseWait)
+	if reconnecting {
+		deadline = time.Now().Add(slotReleaseWait)
+	}
 	var pid string // the walsender that holds the slot at the last look
 	released := func(ctx context.Context) (bool, error) {
 		rows, err := conn.Exec(ctx, sql).ReadAll()
@@ -244,7 +253,7 @@ func awaitSlot(ctx context.Context, conn *pgconn.PgConn, n Names, reconnecting b
 		if pid == "0" {
 			return true, nil
 		}
-		if !reconnecting || time.Now().After(deadline) {
+		if time.Now().After(deadline) {
 			return false, fmt.Errorf("job %s: %w: walsender PID %s on the source streams from slot %s", n.Job, ErrSlotActive, pid, n.Slot)
 		}
 		return false, nil
