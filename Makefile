@@ -33,8 +33,12 @@ test: pg-install build bench-test
 # ERP fixture moved under writes between clusters of two majors, each
 # pair SOURCE:TARGET in VERSION_PAIRS. Servers other than Debian's 15 come
 # from npm (scripts/pg-versions.sh, cached in /var/cache/pgsync/pg as
-# root); ports 26612-26617 (PGSYNC_TEST_VERSION_PORT, the first). Each pair's timings
-# are appended to bench-results/versions.jsonl.
+# root); ports 26612-26620 (PGSYNC_TEST_VERSION_PORT, the first; the last
+# three are a PostgreSQL 17 primary, its standby and a target, for
+# TestFailover17 and TestStandbySource (16 and 17), which run whatever
+# the pairs).
+# Each pair's timings are appended to bench-results/versions.jsonl, the
+# failover's to bench-results/failover.jsonl.
 VERSION_PAIRS ?= 13:15,13:16,13:18,14:17,15:18,16:17,17:18
 test-versions: pg-install
 	$(GO) vet -tags versions ./test/versions

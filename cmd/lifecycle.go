@@ -22,6 +22,7 @@ func jobOptions(cfg *config.Config) job.Options {
 	return job.Options{
 		Job:                     cfg.Job,
 		SourceURL:               cfg.SourceURL,
+		SourcePrimaryURL:        cfg.SourcePrimaryURL,
 		TargetURL:               cfg.TargetURL,
 		Tables:                  cfg.Tables,
 		Slot:                    cfg.SlotName(),

@@ -31,8 +31,13 @@ const (
 // Config is a validated pgsync configuration.
 type Config struct {
 	SourceURL string
-	TargetURL string
-	Job       string
+	// SourcePrimaryURL (source.primary_url) is the primary of a source.url
+	// that is a hot standby (PostgreSQL 16+ decode there): what cannot run
+	// on a standby (the publication, the DDL capture's objects, cutover's
+	// lock and its position) runs on it. Empty: source.url is the primary.
+	SourcePrimaryURL string
+	TargetURL        string
+	Job              string
 	// Tables are schema.table patterns; '*' matches any run of characters.
 	Tables []string
 	// PgDump is the pg_dump bootstrap takes the schema from when the
@@ -148,7 +153,8 @@ func (e *Error) Error() string {
 // that the error can quote what the operator wrote.
 type fileConfig struct {
 	Source struct {
-		URL string `toml:"url"`
+		URL        string `toml:"url"`
+		PrimaryURL string `toml:"primary_url"`
 	} `toml:"source"`
 	Target struct {
 		URL string `toml:"url"`
@@ -243,6 +249,12 @@ func Parse(name, text string, getenv func(string) string) (*Config, error) {
 		}
 		if _, err := pgconn.ParseConfig(u.value); err != nil {
 			return fail(u.section+".url", "not a valid PostgreSQL url: %s", Redact(u.value))
+		}
+	}
+
+	if cfg.SourcePrimaryURL = fc.Source.PrimaryURL; cfg.SourcePrimaryURL != "" {
+		if _, err := pgconn.ParseConfig(cfg.SourcePrimaryURL); err != nil {
+			return fail("source.primary_url", "not a valid PostgreSQL url: %s", Redact(cfg.SourcePrimaryURL))
 		}
 	}
 

@@ -206,6 +206,7 @@ func TestParseErrors(t *testing.T) {
 		{"apply_streamed unknown", base + "[tuning]\napply_streamed = \"early\"\n", []string{"tuning.apply_streamed", `"early"`, "as-received"}},
 		{"toml syntax", "[source\n", []string{"f.toml", "line 2"}},
 		{"bad url keeps password secret", strings.Replace(base, "postgres://postgres@127.0.0.1:55432/app", "postgres://u:s3cret@127.0.0.1:notaport/app", 1), []string{"source.url", "not a valid"}},
+		{"bad primary url keeps password secret", strings.Replace(base, "[target]", "primary_url = \"postgres://u:s3cret@db:notaport/app\"\n[target]", 1), []string{"source.primary_url", "not a valid"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -284,4 +285,24 @@ max_batch_rows = 500`)
 			t.Fatalf("accepted inconsistent sizes: %+v", cfg.Tuning)
 		}
 	})
+}
+
+// source.primary_url names the primary of a standby source; a source url
+// with several hosts is taken as it is.
+func TestParseSourcePrimaryURL(t *testing.T) {
+	text := strings.Replace(base, "url = \"postgres://postgres@127.0.0.1:55432/app\"",
+		"url = \"postgres://postgres@standby:5432/app\"\nprimary_url = \"postgres://postgres@primary:5432/app\"", 1)
+	cfg, err := Parse("pgsync.toml", text, noEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.SourcePrimaryURL != "postgres://postgres@primary:5432/app" || cfg.SourceURL != "postgres://postgres@standby:5432/app" {
+		t.Errorf("source.url %q, source.primary_url %q", cfg.SourceURL, cfg.SourcePrimaryURL)
+	}
+	multi := strings.Replace(base, "127.0.0.1:55432/app", "db1:5432,db2:5432/app?target_session_attrs=read-write", 1)
+	if cfg, err := Parse("pgsync.toml", multi, noEnv); err != nil {
+		t.Errorf("a source url with two hosts: %v", err)
+	} else if cfg.SourcePrimaryURL != "" {
+		t.Errorf("a source url with two hosts: primary_url %q, want none", cfg.SourcePrimaryURL)
+	}
 }

@@ -234,7 +234,7 @@ func (r *addTablesRun) unpublishAbandoned(ctx context.Context) error {
 	if len(drop) == 0 {
 		return nil
 	}
-	return replication.DropFromPublication(ctx, r.j.src, r.j.names, drop)
+	return replication.DropFromPublication(ctx, r.j.primary, r.j.names, drop)
 }
 
 func (r *addTablesRun) recordAbandoned(ctx context.Context) error {
@@ -266,7 +266,7 @@ func (r *addTablesRun) createTables(ctx context.Context) error {
 }
 
 func (r *addTablesRun) publishTables(ctx context.Context) error {
-	return replication.AddToPublication(ctx, r.j.src, r.j.names, r.ap.unpublished)
+	return replication.AddToPublication(ctx, r.j.primary, r.j.names, r.ap.unpublished)
 }
 
 // createSlot creates the temporary slot the tables are copied under. It is

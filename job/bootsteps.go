@@ -123,7 +123,7 @@ func (r *bootstrapRun) prepareLedger(ctx context.Context) error { return ledger.
 // publication and schema record): this one starts over.
 func (r *bootstrapRun) dropEarlier(ctx context.Context) error {
 	j := r.j
-	if err := replication.Drop(ctx, j.src, j.names); err != nil {
+	if err := j.dropSlotAndPublication(ctx); err != nil {
 		return err
 	}
 	return ledger.DeleteSchema(ctx, j.tgt, j.opts.Job)
@@ -177,17 +177,17 @@ func (r *bootstrapRun) listObjects(ctx context.Context) (err error) {
 }
 
 func (r *bootstrapRun) createPublication(ctx context.Context) error {
-	return replication.CreatePublication(ctx, r.j.src, r.j.names, r.bp.tables)
+	return replication.CreatePublication(ctx, r.j.primary, r.j.names, r.bp.tables)
 }
 
 // installCapture installs (or replaces) the job's DDL capture on the
 // source (package ddl); check's "ddl capture" item passed.
 func (r *bootstrapRun) installCapture(ctx context.Context) error {
-	return ddl.Install(ctx, r.j.src, r.j.opts.Job, r.j.names.Publication, r.j.opts.Tables, r.j.opts.DDLTablePath)
+	return ddl.Install(ctx, r.j.primary, r.j.opts.Job, r.j.names.Publication, r.j.opts.Tables, r.j.opts.DDLTablePath)
 }
 
 func (r *bootstrapRun) publishTablesLeft(ctx context.Context) error {
-	return replication.AddToPublication(ctx, r.j.src, r.j.names, r.bp.unpublished)
+	return replication.AddToPublication(ctx, r.j.primary, r.j.names, r.bp.unpublished)
 }
 
 // createSlot creates the job's slot, or for a resumed bootstrap a
@@ -325,12 +325,14 @@ func (j *Job) createSlot(ctx context.Context, temporary string, tables int) (*pg
 		return nil, nil, err
 	}
 	stop := j.announceSlotWait(ctx, j.names.Slot, repl.PID())
+	stopLogging := j.logStandbySnapshots(ctx)
 	var slot *replication.Slot
 	if temporary != "" {
 		slot, err = replication.CreateTemporarySlot(ctx, repl, temporary)
 	} else {
 		slot, err = replication.CreateSlot(ctx, repl, j.names)
 	}
+	stopLogging()
 	stop()
 	if err != nil {
 		repl.Close(context.WithoutCancel(ctx))

@@ -203,7 +203,9 @@ func (r *cutoverRun) lock(ctx context.Context) error {
 // sessions have exited, and waits until the target has applied it.
 func (r *cutoverRun) wait(ctx context.Context) error {
 	j, o, rep := r.j, r.o, r.rep
-	goal, err := replication.CommittedHead(ctx, j.src)
+	// The primary's position: a standby source may not have replayed it
+	// yet; the slot there passes it once it has.
+	goal, err := replication.CommittedHead(ctx, j.primary)
 	if err != nil {
 		return err
 	}
@@ -268,7 +270,8 @@ func (r *cutoverRun) holdSnapshots(ctx context.Context) (err error) {
 
 // sequences sets the target's sequences to the source's.
 func (r *cutoverRun) sequences(ctx context.Context) error {
-	seqs, err := sequences.List(ctx, r.j.src, r.j.tgt, r.tables)
+	// The primary's values: a standby source's may be behind them.
+	seqs, err := sequences.List(ctx, r.j.primary, r.j.tgt, r.tables)
 	if err != nil {
 		return err
 	}
@@ -431,7 +434,7 @@ func (j *Job) appliedFrom(ctx context.Context, progress pglogrepl.LSN) (applied,
 // on the source database and waits until each has exited: a session told
 // to end could otherwise still commit after the goal position is read.
 func (j *Job) lockRoles(ctx context.Context, roles []string, rep *CutoverReport) error {
-	err := pgx.BeginFunc(ctx, j.src, func(tx pgx.Tx) error {
+	err := pgx.BeginFunc(ctx, j.primary, func(tx pgx.Tx) error {
 		for _, role := range roles {
 			if _, err := tx.Exec(ctx, "ALTER ROLE "+catalog.QuoteIdent(role)+" SET default_transaction_read_only = on"); err != nil {
 				return fmt.Errorf("role %s: %w", role, err)
@@ -450,7 +453,7 @@ func (j *Job) lockRoles(ctx context.Context, roles []string, rep *CutoverReport)
 	// together: pg_terminate_backend(pid, timeout) waits for each in turn,
 	// polling every 100 ms, which held the write gap 0.4 s with four
 	// sessions (bench-results/cutover-gap.json).
-	rows, err := j.src.Query(ctx, `SELECT pid FROM (
+	rows, err := j.primary.Query(ctx, `SELECT pid FROM (
   SELECT pid, pg_terminate_backend(pid) FROM pg_stat_activity
   WHERE usename = ANY ($1) AND datname = current_database() AND pid <> pg_backend_pid()) s`, roles)
 	if err != nil {
@@ -466,7 +469,7 @@ func (j *Job) lockRoles(ctx context.Context, roles []string, rep *CutoverReport)
 	deadline := time.Now().Add(terminateWait)
 	exited := func(ctx context.Context) (bool, error) {
 		var left []string
-		if err := j.src.QueryRow(ctx, `SELECT coalesce(array_agg(format('pid %s (role %s)', pid, usename) ORDER BY pid), '{}')
+		if err := j.primary.QueryRow(ctx, `SELECT coalesce(array_agg(format('pid %s (role %s)', pid, usename) ORDER BY pid), '{}')
 FROM pg_stat_activity WHERE pid = ANY ($1)`, pids).Scan(&left); err != nil {
 			return false, fmt.Errorf("wait for the sessions of role(s) %s to end: %w", strings.Join(roles, ", "), err)
 		}
@@ -488,7 +491,7 @@ FROM pg_stat_activity WHERE pid = ANY ($1)`, pids).Scan(&left); err != nil {
 // reversed the job, forgets those roles, and is forgotten once it locks
 // none: the cutover is undone, and the next one starts from the beginning.
 func (j *Job) UnlockSource(ctx context.Context, roles []string) error {
-	if err := unlockRoles(ctx, j.src, roles); err != nil {
+	if err := unlockRoles(ctx, j.primary, roles); err != nil {
 		return fmt.Errorf("the source: %w", err)
 	}
 	rec, err := ledger.ReadCutover(ctx, j.tgt, j.opts.Job)

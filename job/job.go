@@ -26,7 +26,11 @@ import (
 type Options struct {
 	Job       string
 	SourceURL string
-	TargetURL string
+	// SourcePrimaryURL is the primary of a SourceURL that is a hot
+	// standby, "" when SourceURL is the primary: the publication, the DDL
+	// capture and cutover's lock and goal are its (Job.primary).
+	SourcePrimaryURL string
+	TargetURL        string
 	// Tables are job.tables' patterns.
 	Tables []string
 	// Slot names the job's slot and its publication (pgsync_<job>
@@ -60,8 +64,12 @@ type Job struct {
 	opts  Options
 	names replication.Names // the job's slot and publication
 	src   *pgx.Conn
-	tgt   *pgx.Conn
-	log   *slog.Logger
+	// primary is the source's primary: src itself, or, when src is a
+	// hot standby (Options.SourcePrimaryURL), a connection to its
+	// primary, where every write to the source and cutover's lock go.
+	primary *pgx.Conn
+	tgt     *pgx.Conn
+	log     *slog.Logger
 	// ShowCopy, when set, shows a copy's progress until the function it
 	// returns is called.
 	ShowCopy func(*snapshot.Progress) (stop func())
@@ -73,7 +81,7 @@ func New(opts Options, src, tgt *pgx.Conn, log *slog.Logger) *Job {
 		log = slog.Default()
 	}
 	names := replication.Names{Job: opts.Job, Slot: opts.Slot, Publication: opts.Slot}
-	return &Job{opts: opts, names: names, src: src, tgt: tgt, log: log}
+	return &Job{opts: opts, names: names, src: src, primary: src, tgt: tgt, log: log}
 }
 
 // Tables returns the job's tables: those its publication holds, or, before
@@ -105,11 +113,11 @@ func (j *Job) Tables(ctx context.Context) ([]catalog.Table, error) {
 // The target tables and their rows stay; a target without the pgsync
 // schema is left as it is.
 func (j *Job) Teardown(ctx context.Context) error {
-	if err := replication.Drop(ctx, j.src, j.names); err != nil {
+	if err := j.dropSlotAndPublication(ctx); err != nil {
 		return err
 	}
 	// Whatever job.ddl says now: it may have been "capture" at bootstrap.
-	if err := ddl.Remove(ctx, j.src, j.opts.Job); err != nil {
+	if err := ddl.Remove(ctx, j.primary, j.opts.Job); err != nil {
 		return err
 	}
 	present, err := ledger.Upgrade(ctx, j.tgt)
@@ -135,4 +143,13 @@ func selectTables(tables []catalog.Table, names []string) ([]catalog.Table, erro
 		out = append(out, tables[i])
 	}
 	return out, nil
+}
+
+// dropSlotAndPublication drops the job's slot where it lives (src, a
+// standby source's own) and its publication on the primary.
+func (j *Job) dropSlotAndPublication(ctx context.Context) error {
+	if err := replication.DropSlot(ctx, j.src, j.names); err != nil {
+		return err
+	}
+	return replication.DropPublication(ctx, j.primary, j.names)
 }

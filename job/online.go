@@ -76,7 +76,9 @@ func (j *Job) holdViews(ctx context.Context) (v *views, err error) {
 		return v, err
 	}
 	defer repl.Close(context.WithoutCancel(ctx))
+	stopLogging := j.logStandbySnapshots(ctx)
 	slot, err := replication.CreateTemporarySlot(ctx, repl, fmt.Sprintf("pgsync_verify_%d", os.Getpid()))
+	stopLogging()
 	if err != nil {
 		return v, err
 	}
@@ -94,8 +96,9 @@ func (j *Job) holdViews(ctx context.Context) (v *views, err error) {
 	// once the source reports its WAL past it; on an idle source neither
 	// may come before holdWait (PostgreSQL 12 reported the position only
 	// every wal_sender_timeout / 2 in the test of issue 32), so a commit
-	// after it is made, as cutover does for its goal.
-	if _, err := replication.CommittedHead(ctx, j.src); err != nil {
+	// after it is made, as cutover does for its goal (on the primary of a
+	// standby source, whose replay brings it to the standby).
+	if _, err := replication.CommittedHead(ctx, j.primary); err != nil {
 		return v, err
 	}
 	if err := j.awaitHold(ctx, v.at); err != nil {

@@ -20,12 +20,23 @@ func Open(ctx context.Context, opts Options, log *slog.Logger) (*Job, error) {
 		src.Close(context.WithoutCancel(ctx))
 		return nil, err
 	}
-	return New(opts, src, tgt, log), nil
+	j := New(opts, src, tgt, log)
+	if opts.SourcePrimaryURL != "" {
+		if j.primary, err = pgconnect.Connect(ctx, "source primary", opts.SourcePrimaryURL); err != nil {
+			j.primary = src
+			j.Close(ctx)
+			return nil, err
+		}
+	}
+	return j, nil
 }
 
 // Close ends the job's connections.
 func (j *Job) Close(ctx context.Context) {
 	ctx = context.WithoutCancel(ctx)
+	if j.primary != j.src {
+		j.primary.Close(ctx)
+	}
 	j.src.Close(ctx)
 	j.tgt.Close(ctx)
 }

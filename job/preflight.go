@@ -96,6 +96,7 @@ func checkSource(ctx context.Context, c *Checks, opts Options, src *pgx.Conn) []
 		return nil
 	}
 	checkSourceSettings(c, s)
+	checkHighAvailability(ctx, c, opts, src, s.Major)
 	tables, err := catalog.Resolve(ctx, src, opts.Tables)
 	if err != nil {
 		c.add("tables", CheckFail, OneLine(err.Error()), "")
@@ -337,4 +338,35 @@ ORDER BY 1`, catalog.Idents(tables))
 // OneLine joins a message's lines: every item and error is one line.
 func OneLine(s string) string {
 	return strings.Join(strings.Fields(strings.ReplaceAll(s, "\n", " ")), " ")
+}
+
+// checkHighAvailability adds the items of the source's standbys: a
+// standby as the source (on a connection of its own to
+// source.primary_url, when set), or whether the job's slot survives a
+// failover of the source.
+func checkHighAvailability(ctx context.Context, c *Checks, opts Options, src *pgx.Conn, major int) {
+	st, err := replication.ReadStandbys(ctx, src, major)
+	if err != nil {
+		c.add(itemFailover, CheckFail, OneLine(err.Error()), "")
+		return
+	}
+	in := standbySource{major: major, inRecovery: st.InRecovery, primarySet: opts.SourcePrimaryURL != ""}
+	if in.inRecovery && in.primarySet && major >= 16 {
+		primary, err := pgconnect.Connect(ctx, "source primary", opts.SourcePrimaryURL)
+		if err != nil {
+			c.add(itemStandbySource, CheckFail, OneLine(err.Error()), "check source.primary_url and that the server listens")
+			return
+		}
+		defer primary.Close(context.WithoutCancel(ctx))
+		if in.facts, err = replication.ReadStandbySource(ctx, src, primary); err != nil {
+			c.add(itemStandbySource, CheckFail, OneLine(err.Error()), "")
+			return
+		}
+	}
+	if found := ruleStandbySource(in); found.Item != "" {
+		*c = append(*c, found)
+	}
+	if !st.InRecovery {
+		*c = append(*c, ruleFailover(major, st))
+	}
 }

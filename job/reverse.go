@@ -89,6 +89,10 @@ func PreflightReverse(ctx context.Context, opts Options, name string) Checks {
 // checkReverse refuses cutover --reverse, before the source is locked,
 // when the reverse job could not be set up.
 func (j *Job) checkReverse(ctx context.Context, r *ReverseOptions) error {
+	// The reverse job would stream into source.url, a read-only standby.
+	if j.opts.SourcePrimaryURL != "" {
+		return fmt.Errorf("the way back cannot be set up: %w: source.url is a standby (source.primary_url is set), which cannot take the reverse job's writes; cut over without --reverse", ErrChecks)
+	}
 	if failed := PreflightReverse(ctx, j.opts, r.Name).Failed(); len(failed) > 0 {
 		return fmt.Errorf("the way back cannot be set up: %w: %d (pgsync check --reverse lists them all): %s", ErrChecks, len(failed), FailedItems(failed))
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/pgsync/pgsync/catalog"
 	"github.com/pgsync/pgsync/ddl"
 	"github.com/pgsync/pgsync/largeobject"
+	"github.com/pgsync/pgsync/replication"
 	"github.com/pgsync/pgsync/schemadump"
 )
 
@@ -395,4 +396,116 @@ func ruleDDLCapture(ctx context.Context, src *pgx.Conn, capture bool) CheckItem 
 		return CheckItem{Item: itemDDLCapture, Status: CheckFail, Detail: problem, Fix: fix}
 	}
 	return CheckItem{Item: itemDDLCapture, Status: CheckOK, Detail: detail}
+}
+
+// The items of the source's high-availability rules.
+const (
+	itemFailover      = "failover"
+	itemStandbySource = "standby source"
+)
+
+// standbySlotsFix is what makes a standby keep a copy of the job's slot
+// that is never behind the target: the primary's side, then the
+// standby's, where only the standby can say whether it is done.
+const standbySlotsFix = "give each standby a physical slot (primary_slot_name), name them on the source in synchronized_standby_slots " +
+	"(ALTER SYSTEM SET synchronized_standby_slots = '<slot>,...'; SELECT pg_reload_conf()), and on each standby set " +
+	"sync_replication_slots = on, hot_standby_feedback = on and dbname in primary_conninfo"
+
+// ruleFailover says whether the job's slot survives a failover of the
+// source (major) to one of its standbys. On 17 and later the slot is a
+// failover slot (replication.createSlotSQL); a standby keeps a copy only
+// when it synchronizes slots, which only the standby can tell, and the
+// copy is never behind the target only when the standby's slot is in
+// synchronized_standby_slots: otherwise the target can get ahead of the
+// standby that becomes the primary, and hold changes the new primary
+// never had. Before 17 a slot lives on its server alone.
+func ruleFailover(major int, st replication.Standbys) CheckItem {
+	var held, loose []string
+	sync := map[string]bool{}
+	for _, s := range st.SynchronizedSlots {
+		sync[s] = true
+	}
+	for _, s := range st.Streaming {
+		switch {
+		case s.Slot == "":
+			loose = append(loose, s.Name+" (no physical slot)")
+		case !sync[s.Slot]:
+			loose = append(loose, s.Name+" (slot "+s.Slot+")")
+		default:
+			held = append(held, s.Name+" (slot "+s.Slot+")")
+		}
+	}
+	switch {
+	case major < replication.FailoverSlotsMajor && len(st.Streaming) == 0:
+		return CheckItem{Item: itemFailover, Status: CheckOK, Detail: fmt.Sprintf("no standby streams from the source; PostgreSQL %d has no failover slots (17 added them), so a standby would not get the job's slot", major)}
+	case major < replication.FailoverSlotsMajor:
+		return CheckItem{Item: itemFailover, Status: CheckWarn,
+			Detail: fmt.Sprintf("standby %s streams from the source, and PostgreSQL %d has no failover slots (17 added them): after a failover the promoted standby has no slot of the job, which starts over (bootstrap --force), and the target may hold changes the new primary never received", strings.Join(loose, ", "), major),
+			Fix:    "keep the source from failing over during the move (pause automatic failover), or move from a PostgreSQL 17 or newer source"}
+	case len(st.MissingSlots) > 0:
+		return CheckItem{Item: itemFailover, Status: CheckWarn,
+			Detail: "synchronized_standby_slots names " + strings.Join(st.MissingSlots, ", ") + ", no physical slot of the source: the walsender of the job's failover slot sends nothing until it exists, and run applies nothing",
+			Fix:    "create it for the standby that streams through it (pg_create_physical_replication_slot), or remove it from synchronized_standby_slots and reload"}
+	case len(loose) > 0:
+		return CheckItem{Item: itemFailover, Status: CheckWarn,
+			Detail: "the slot is created with failover = true, but standby " + strings.Join(loose, ", ") + " is not held back by synchronized_standby_slots: the target can get ahead of it, and after a failover to it the target holds changes the new primary never had",
+			Fix:    standbySlotsFix}
+	case len(held) > 0:
+		return CheckItem{Item: itemFailover, Status: CheckOK,
+			Detail: "the slot is created with failover = true, and synchronized_standby_slots holds it back for standby " + strings.Join(held, ", ") +
+				"; whether a standby keeps a copy only the standby can tell (sync_replication_slots = on, hot_standby_feedback = on, dbname in primary_conninfo; after bootstrap, SELECT slot_name, synced FROM pg_replication_slots there)"}
+	}
+	return CheckItem{Item: itemFailover, Status: CheckOK, Detail: "the slot is created with failover = true; no standby streams from the source, so none keeps a copy of it yet (" + standbySlotsFix + ")"}
+}
+
+// standbySource is what ruleStandbySource judges.
+type standbySource struct {
+	major      int  // the source's (source.url's) major
+	inRecovery bool // source.url reaches a hot standby
+	primarySet bool // source.primary_url is set
+	facts      replication.StandbySource
+}
+
+// ruleStandbySource judges a hot standby as the source. PostgreSQL 16
+// and later decode on a standby, and the slot's exported snapshot works
+// there (docs/operations.md), so the slot, the copy and run read the
+// standby; what a standby refuses (CREATE PUBLICATION and the DDL
+// capture's objects are writes, txid_current() cannot run in recovery,
+// and cutover's lock must hold the primary's writers) runs on the
+// primary, source.primary_url. No finding for a primary without
+// source.primary_url.
+func ruleStandbySource(in standbySource) CheckItem {
+	fail := func(detail, fix string) CheckItem {
+		return CheckItem{Item: itemStandbySource, Status: CheckFail, Detail: detail, Fix: fix}
+	}
+	f := in.facts
+	switch {
+	case !in.inRecovery && !in.primarySet:
+		return CheckItem{}
+	case !in.inRecovery:
+		return fail("source.primary_url is set, but source.url reaches a primary, not a hot standby",
+			"remove source.primary_url, or point source.url at a standby of it")
+	case in.major < 16:
+		return fail(fmt.Sprintf("source.url reaches a hot standby of PostgreSQL %d, which cannot decode on a standby (16 added it)", in.major),
+			"point source.url at the primary")
+	case !in.primarySet:
+		return fail("source.url reaches a hot standby: the publication, the DDL capture, and cutover's lock and position must run on its primary, which the job does not name",
+			"set source.primary_url to the standby's primary, or point source.url at the primary")
+	case f.PrimaryInRecovery:
+		return fail("source.primary_url reaches a standby too", "point source.primary_url at the primary of source.url")
+	case !f.SameSystem:
+		return fail("source.primary_url is not the primary of source.url: their system identifiers differ", "point source.primary_url at the primary source.url replicates from")
+	case f.PrimaryWALLevel != "logical":
+		return fail(fmt.Sprintf("the primary's wal_level is %q: decoding on a standby needs logical on the primary", f.PrimaryWALLevel),
+			"set wal_level = logical on the primary and restart it")
+	case !f.HotStandbyFeedback:
+		return fail("hot_standby_feedback is off on the standby: the primary would remove catalog rows the job's slot needs, and the standby invalidate the slot",
+			"set hot_standby_feedback = on on the standby and reload")
+	case f.PrimarySlotName == "":
+		return CheckItem{Item: itemStandbySource, Status: CheckWarn,
+			Detail: "the standby streams without a physical slot (primary_slot_name is empty): hot_standby_feedback holds the primary's cleanup back only while the standby is connected, so a disconnection can invalidate the job's slot",
+			Fix:    "create a physical slot on the primary (pg_create_physical_replication_slot), set primary_slot_name on the standby and reload"}
+	}
+	return CheckItem{Item: itemStandbySource, Status: CheckOK,
+		Detail: fmt.Sprintf("source.url is a hot standby of PostgreSQL %d (physical slot %s, hot_standby_feedback on): the slot, its snapshot, the copy and run read it; the publication, the DDL capture, and cutover's lock and position are the primary's (source.primary_url)", in.major, f.PrimarySlotName)}
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/pgsync/pgsync/periodic"
+	"github.com/pgsync/pgsync/pgconnect"
 )
 
 // When a slot is being created and the creation waits, the first notice
@@ -20,11 +21,12 @@ var (
 // connection of backend replPID, which source transactions the creation
 // waits for: creating a logical slot waits until every transaction running
 // when it began that has an xid has ended, and says nothing meanwhile. It
-// uses j.src, which the caller leaves alone until stop returns.
+// uses j.primary (the transactions that matter are the primary's, on a
+// standby source too), which the caller leaves alone until stop returns.
 func (j *Job) announceSlotWait(ctx context.Context, slot string, replPID uint32) (stop func()) {
 	began := time.Now()
 	return periodic.StartAfter(ctx, waitNoticeAfter, waitNoticeEvery, func(ctx context.Context) bool {
-		// Not under ctx: a cancelled query would close j.src.
+		// Not under ctx: a cancelled query would close j.primary.
 		blockers, err := j.transactionsOlderThan(context.WithoutCancel(ctx), began, replPID)
 		if err != nil {
 			j.log.Warn("creating the slot is taking long, and the source transactions it waits for cannot be read", "slot", slot,
@@ -56,7 +58,7 @@ func (j *Job) sayWhile(ctx context.Context, what, ends string) (stop func()) {
 func (j *Job) transactionsOlderThan(ctx context.Context, t time.Time, exceptPID uint32) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	rows, err := j.src.Query(ctx, `SELECT format('pid %s (application_name %s, user %s, database %s, %ss, %s)',
+	rows, err := j.primary.Query(ctx, `SELECT format('pid %s (application_name %s, user %s, database %s, %ss, %s)',
        pid, coalesce(nullif(application_name, ''), '-'), coalesce(usename::text, '-'), coalesce(datname::text, '-'),
        round(extract(epoch FROM now() - xact_start)), coalesce(state, '-'))
 FROM pg_stat_activity
@@ -81,4 +83,36 @@ ORDER BY xact_start LIMIT 20`, t, int64(exceptPID))
 		return "none found in pg_stat_activity (prepared transactions? see pg_prepared_xacts)", nil
 	}
 	return strings.Join(out, "; "), nil
+}
+
+// logStandbySnapshots makes the primary of a standby source log a
+// running-transactions record soon after a slot's creation on the
+// standby began, then every second until stop: the creation waits for
+// such a record, which the primary otherwise logs every 15 s at most
+// (pg_log_standby_snapshot, PostgreSQL 16+). It uses a connection of its
+// own, closed by stop. The function is for superusers unless granted:
+// without it the creation waits for the primary's own records, which the
+// one warning says.
+func (j *Job) logStandbySnapshots(ctx context.Context) (stop func()) {
+	if j.primary == j.src {
+		return func() {}
+	}
+	conn, err := pgconnect.Connect(ctx, "source primary", j.opts.SourcePrimaryURL)
+	if err != nil {
+		j.log.Warn("creating the slot on the standby waits for the primary's next running-transactions record (up to 15 s): the primary cannot be asked to log one", "err", err)
+		return func() {}
+	}
+	stopTicks := periodic.StartAfter(ctx, 200*time.Millisecond, time.Second, func(ctx context.Context) bool {
+		if _, err := conn.Exec(ctx, "SELECT pg_log_standby_snapshot()"); err != nil {
+			if ctx.Err() == nil {
+				j.log.Warn("creating the slot on the standby waits for the primary's next running-transactions record (up to 15 s): SELECT pg_log_standby_snapshot() on the primary failed", "err", err)
+			}
+			return false
+		}
+		return true
+	})
+	return func() {
+		stopTicks()
+		conn.Close(context.WithoutCancel(ctx))
+	}
 }

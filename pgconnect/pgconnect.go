@@ -9,7 +9,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	neturl "net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -105,7 +107,7 @@ func ConnectAs(ctx context.Context, role, url, name string) (*pgx.Conn, error) {
 	}
 	conn, err := pgx.ConnectConfig(ctx, cfg)
 	if err != nil {
-		return nil, fmt.Errorf("connect to %s %s:%d: %w", role, cfg.Host, cfg.Port, err)
+		return nil, fmt.Errorf("connect to %s %s: %w", role, hostList(&cfg.Config), err)
 	}
 	return conn, nil
 }
@@ -170,7 +172,43 @@ func ConnectReplication(ctx context.Context, url string) (*pgconn.PgConn, error)
 	}
 	conn, err := pgconn.ConnectConfig(ctx, cfg)
 	if err != nil {
-		return nil, fmt.Errorf("open replication connection to source %s:%d: %w", cfg.Host, cfg.Port, err)
+		return nil, fmt.Errorf("open replication connection to source %s: %w", hostList(cfg), err)
 	}
 	return conn, nil
+}
+
+// Hosts is the host:port list of the servers url names ("a:5432,b:5432"),
+// for errors and logs. A url may name several, as libpq's do (host=a,b or
+// postgres://u@a:5432,b:5432/db?target_session_attrs=read-write), and pgx
+// tries each in turn until one is as target_session_attrs asks: an error
+// naming only the first would send the operator to the wrong server after
+// a failover. It carries no user or password. An unparsable url gives "".
+func Hosts(url string) string {
+	cfg, err := pgconn.ParseConfig(url)
+	if err != nil {
+		return ""
+	}
+	return hostList(cfg)
+}
+
+// hostList is cfg's hosts, each once: pgx lists a host twice, with and
+// without TLS, under sslmode=prefer.
+func hostList(cfg *pgconn.Config) string {
+	seen := map[string]bool{}
+	var out []string
+	add := func(host string, port uint16) {
+		hp := net.JoinHostPort(host, strconv.Itoa(int(port)))
+		if strings.HasPrefix(host, "/") { // a unix socket directory
+			hp = host + ":" + strconv.Itoa(int(port))
+		}
+		if !seen[hp] {
+			seen[hp] = true
+			out = append(out, hp)
+		}
+	}
+	add(cfg.Host, cfg.Port)
+	for _, f := range cfg.Fallbacks {
+		add(f.Host, f.Port)
+	}
+	return strings.Join(out, ",")
 }

@@ -3,6 +3,7 @@ package replication
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -102,8 +103,10 @@ func Stream(ctx context.Context, opts StreamOptions, openTarget func(context.Con
 	stopProgress := logProgress(ctx, log, opts.Stats, opts.Prepared, opts.ProgressEvery, opts.StopAt)
 	defer stopProgress()
 
-	backoff := time.Second
-	streamed := false // a session reached the stream once
+	var wait time.Duration
+	var lost time.Time   // when the connection was lost, zero while streaming
+	var saidAt time.Time // the last reconnect line
+	streamed := false    // a session reached the stream once
 	for attempt := 0; ; attempt++ {
 		began := time.Now()
 		err := session(ctx, opts, openTarget, attempt, &streamed)
@@ -130,24 +133,68 @@ func Stream(ctx context.Context, opts StreamOptions, openTarget func(context.Con
 		if !streamed || !Transient(err) {
 			return err
 		}
-		if time.Since(began) > time.Minute {
-			backoff = time.Second
+		// A session that streamed for a while ends the outage before it: the
+		// next loss starts a new one, with fast retries again.
+		if lost.IsZero() || time.Since(began) > time.Minute {
+			lost, wait, saidAt = time.Now(), 0, time.Time{}
 		}
-		if errors.Is(err, ErrSourceSilent) {
+		wait = reconnectWait(time.Since(lost), wait, opts.MaxBackoff)
+		switch {
+		case errors.Is(err, ErrSourceSilent):
 			log.Warn("no message from the source for "+seconds(opts.WALReceiverTimeout)+" (wal_receiver_timeout): reconnecting",
-				"slot", opts.Slot, "in", backoff.String())
-		} else {
-			log.Warn("connection lost, reconnecting", "slot", opts.Slot, "in", backoff.String(), "err", err)
+				"slot", opts.Slot, "in", wait.String())
+		case sayReconnect(saidAt, wait):
+			saidAt = time.Now()
+			log.Warn("connection lost: reconnecting every "+fastRetryEvery.String()+" for the first "+fastRetryFor.String()+
+				" (the time a standby takes to be promoted), then backing off up to "+opts.MaxBackoff.String(),
+				"slot", opts.Slot, "in", wait.String(), "outage_s", fmt.Sprintf("%.1f", time.Since(lost).Seconds()),
+				"source_hosts", pgconnect.Hosts(opts.SourceURL), "err", err)
 		}
 		opts.Stats.Reconnects.Add(1)
 		select {
 		case <-ctx.Done():
 			log.Info("stopped", "slot", opts.Slot)
 			return nil
-		case <-time.After(backoff):
+		case <-time.After(wait):
 		}
-		backoff = min(backoff*2, opts.MaxBackoff)
 	}
+}
+
+// reconnectSayEvery is how often the fast retries of an outage are logged:
+// the first, then one line in this period, not four a second.
+const reconnectSayEvery = 5 * time.Second
+
+// sayReconnect reports whether a failed reconnect gets a log line: the
+// first of an outage (saidAt zero), each of the slow retries (a wait of
+// a second or more), and a fast one once reconnectSayEvery has passed
+// since the last line.
+func sayReconnect(saidAt time.Time, wait time.Duration) bool {
+	return saidAt.IsZero() || wait >= time.Second || time.Since(saidAt) >= reconnectSayEvery
+}
+
+// The reconnect policy: a source that fails over has no primary for a few
+// seconds, from the old primary's loss to the standby's promotion, and
+// run should stream from the new primary within a second of the
+// promotion; a longer outage (a server down for maintenance, the network)
+// is retried less and less often.
+const (
+	fastRetryEvery = 250 * time.Millisecond
+	fastRetryFor   = 30 * time.Second
+)
+
+// reconnectWait is the wait before the next reconnect, outage after the
+// connection was lost, the previous wait being prev: fastRetryEvery for
+// the first fastRetryFor, then doubling from a second up to maxWait. A
+// retry costs the source a connection attempt (a refused one on a
+// server that is down), four a second for half a minute at most.
+func reconnectWait(outage, prev, maxWait time.Duration) time.Duration {
+	switch {
+	case outage < fastRetryFor:
+		return fastRetryEvery
+	case prev < time.Second:
+		return min(time.Second, maxWait)
+	}
+	return min(prev*2, maxWait)
 }
 
 // session is one of Stream's sessions: it opens a target, reads where to

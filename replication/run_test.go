@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
 )
@@ -46,6 +47,53 @@ func TestTransient(t *testing.T) {
 	for _, tt := range tests {
 		if got := Transient(tt.err); got != tt.want {
 			t.Errorf("%s: Transient(%v) = %t, want %t", tt.name, tt.err, got, tt.want)
+		}
+	}
+}
+
+// The reconnect waits: fast for the first half minute of an outage (a
+// failover's promotion is found within fastRetryEvery of it), then
+// doubling from a second up to the cap.
+func TestReconnectWait(t *testing.T) {
+	const maxWait = 10 * time.Second
+	for _, tc := range []struct {
+		outage, prev, want time.Duration
+	}{
+		{0, 0, fastRetryEvery},
+		{5 * time.Second, fastRetryEvery, fastRetryEvery},
+		{fastRetryFor - time.Millisecond, fastRetryEvery, fastRetryEvery},
+		{fastRetryFor, fastRetryEvery, time.Second},
+		{fastRetryFor + time.Second, time.Second, 2 * time.Second},
+		{time.Minute, 4 * time.Second, 8 * time.Second},
+		{2 * time.Minute, 8 * time.Second, maxWait},
+		{time.Hour, maxWait, maxWait},
+	} {
+		if got := reconnectWait(tc.outage, tc.prev, maxWait); got != tc.want {
+			t.Errorf("reconnectWait(outage %s, prev %s) = %s, want %s", tc.outage, tc.prev, got, tc.want)
+		}
+	}
+	if got := reconnectWait(time.Hour, time.Second, 500*time.Millisecond); got != 500*time.Millisecond {
+		t.Errorf("reconnectWait with a cap of 500ms = %s", got)
+	}
+}
+
+// A fast retry is logged once per reconnectSayEvery, the first of an
+// outage and every slow one always.
+func TestSayReconnect(t *testing.T) {
+	now := time.Now()
+	for _, tc := range []struct {
+		name   string
+		saidAt time.Time
+		wait   time.Duration
+		want   bool
+	}{
+		{"first of an outage", time.Time{}, fastRetryEvery, true},
+		{"fast, just said", now.Add(-time.Second), fastRetryEvery, false},
+		{"fast, said long ago", now.Add(-reconnectSayEvery), fastRetryEvery, true},
+		{"slow, just said", now.Add(-time.Second), 2 * time.Second, true},
+	} {
+		if got := sayReconnect(tc.saidAt, tc.wait); got != tc.want {
+			t.Errorf("%s: sayReconnect = %v, want %v", tc.name, got, tc.want)
 		}
 	}
 }

@@ -115,8 +115,10 @@ func CreateSlot(ctx context.Context, conn *pgconn.PgConn, n Names) (*Slot, error
 }
 
 func createSlot(ctx context.Context, conn *pgconn.PgConn, name string, temporary bool) (*Slot, error) {
-	res, err := pglogrepl.CreateReplicationSlot(ctx, conn, name, "pgoutput",
-		pglogrepl.CreateReplicationSlotOptions{Temporary: temporary, Mode: pglogrepl.LogicalReplication, SnapshotAction: "EXPORT_SNAPSHOT"})
+	// A standby reports in_hot_standby (14+), and refuses a failover slot:
+	// only a primary's slots are synchronized to standbys.
+	failover := ServerMajor(conn) >= FailoverSlotsMajor && !temporary && conn.ParameterStatus("in_hot_standby") != "on"
+	res, err := pglogrepl.ParseCreateReplicationSlot(conn.Exec(ctx, createSlotSQL(name, temporary, failover)))
 	if err != nil {
 		return nil, fmt.Errorf("create replication slot %s: %w", name, err)
 	}
@@ -126,6 +128,32 @@ func createSlot(ctx context.Context, conn *pgconn.PgConn, name string, temporary
 		return nil, fmt.Errorf("create replication slot %s: consistent point %q: %w", name, res.ConsistentPoint, err)
 	}
 	return &Slot{Conn: conn, SnapshotName: res.SnapshotName, ConsistentPoint: lsn}, nil
+}
+
+// FailoverSlotsMajor is the first major whose logical slots can be
+// failover slots: created with FAILOVER true, a standby with
+// sync_replication_slots = on keeps a copy of the slot, and the walsender
+// sends nothing a standby listed in synchronized_standby_slots has not
+// received, so after a promotion the job continues from the new primary.
+const FailoverSlotsMajor = 17
+
+// createSlotSQL is the CREATE_REPLICATION_SLOT command of a pgoutput slot
+// with an exported snapshot, a failover slot when failover is set (a
+// permanent slot on a primary with failover slots: the server refuses
+// one that is temporary, which lasts one connection anyway, and one on a
+// standby). pglogrepl's CreateReplicationSlot writes the old syntax
+// (EXPORT_SNAPSHOT as a keyword), which has no place for FAILOVER, so
+// the option-list form (PostgreSQL 15+) is written here; other slots keep
+// the old syntax, which every supported major knows.
+func createSlotSQL(name string, temporary, failover bool) string {
+	tmp := ""
+	if temporary {
+		tmp = " TEMPORARY"
+	}
+	if failover {
+		return "CREATE_REPLICATION_SLOT " + catalog.QuoteIdent(name) + " LOGICAL pgoutput (SNAPSHOT 'export', FAILOVER true)"
+	}
+	return "CREATE_REPLICATION_SLOT " + name + tmp + " LOGICAL pgoutput EXPORT_SNAPSHOT"
 }
 
 // CreateTemporarySlot creates a temporary logical slot named name with an
@@ -186,18 +214,27 @@ var (
 // walsender of its previous connection to release the slot.
 const slotReleaseWait = 60 * time.Second
 
+// startReleaseWait bounds the same wait at a first start: the walsender of
+// a run that has just ended (killed, or run --until-caught-up) may hold the
+// slot a moment longer than its process lived; another run that streams
+// keeps it, and the start is refused once this has passed.
+const startReleaseWait = 2 * time.Second
+
 // awaitSlot checks, on the replication connection before streaming, that
-// the job's slot exists, is usable and is not in use. At the first start an
-// active slot is an error at once: another pgsync runs the job. When
-// reconnecting, the walsender of the lost connection may still hold it for
-// a while; awaitSlot waits for it up to slotReleaseWait.
+// the job's slot exists, is usable and is not in use. At the first start a
+// slot still active after startReleaseWait is an error: another pgsync runs
+// the job. When reconnecting, the walsender of the lost connection may
+// still hold it for a while; awaitSlot waits for it up to slotReleaseWait.
 func awaitSlot(ctx context.Context, conn *pgconn.PgConn, n Names, reconnecting bool, log *slog.Logger) error {
 	walStatus := "coalesce(wal_status, '')"
 	if ServerMajor(conn) < 13 { // no wal_status: a slot of 12 is never invalidated
 		walStatus = "''"
 	}
 	sql := "SELECT coalesce(active_pid, 0)::text, " + walStatus + " FROM pg_replication_slots WHERE slot_name = " + catalog.QuoteLiteral(n.Slot)
-	deadline := time.Now().Add(slotReleaseWait)
+	deadline := time.Now().Add(startReleaseWait)
+	if reconnecting {
+		deadline = time.Now().Add(slotReleaseWait)
+	}
 	var pid string // the walsender that holds the slot at the last look
 	released := func(ctx context.Context) (bool, error) {
 		rows, err := conn.Exec(ctx, sql).ReadAll()
@@ -216,7 +253,7 @@ func awaitSlot(ctx context.Context, conn *pgconn.PgConn, n Names, reconnecting b
 		if pid == "0" {
 			return true, nil
 		}
-		if !reconnecting || time.Now().After(deadline) {
+		if time.Now().After(deadline) {
 			return false, fmt.Errorf("job %s: %w: walsender PID %s on the source streams from slot %s", n.Job, ErrSlotActive, pid, n.Slot)
 		}
 		return false, nil
@@ -246,6 +283,16 @@ func slotError(n Names, start pglogrepl.LSN, err error) error {
 
 // Drop removes the job's slot and publication; missing ones are fine.
 func Drop(ctx context.Context, conn *pgx.Conn, n Names) error {
+	if err := DropSlot(ctx, conn, n); err != nil {
+		return err
+	}
+	return DropPublication(ctx, conn, n)
+}
+
+// DropSlot removes the job's slot unless it is missing; an active one is
+// ErrSlotActive. On a standby source the slot is the standby's and the
+// publication the primary's: Drop's two halves run on each.
+func DropSlot(ctx context.Context, conn *pgx.Conn, n Names) error {
 	var active bool
 	var pid *int32
 	err := conn.QueryRow(ctx, `SELECT active, active_pid FROM pg_replication_slots WHERE slot_name = $1`, n.Slot).Scan(&active, &pid)
@@ -264,6 +311,11 @@ func Drop(ctx context.Context, conn *pgx.Conn, n Names) error {
 			return fmt.Errorf("drop slot %s: %w", n.Slot, err)
 		}
 	}
+	return nil
+}
+
+// DropPublication removes the job's publication unless it is missing.
+func DropPublication(ctx context.Context, conn *pgx.Conn, n Names) error {
 	if _, err := conn.Exec(ctx, "DROP PUBLICATION IF EXISTS "+catalog.QuoteIdent(n.Publication)); err != nil {
 		return fmt.Errorf("drop publication %s: %w", n.Publication, err)
 	}
@@ -290,6 +342,11 @@ type SlotStatus struct {
 	SourceNow time.Time
 }
 
+// headLSN is the source's WAL position in SQL: on a standby source, where
+// pg_current_wal_lsn() is refused, the position it has replayed, which
+// is as far as its walsenders decode.
+const headLSN = "CASE WHEN pg_is_in_recovery() THEN pg_last_wal_replay_lsn() ELSE pg_current_wal_lsn() END"
+
 // Status reads the slot's state and the source's current WAL position.
 func Status(ctx context.Context, conn *pgx.Conn, n Names) (SlotStatus, error) {
 	var s SlotStatus
@@ -302,7 +359,7 @@ func Status(ctx context.Context, conn *pgx.Conn, n Names) (SlotStatus, error) {
 		limits = `'', NULL::bigint, -1::bigint`
 	}
 	err := conn.QueryRow(ctx, `
-SELECT s.slot_name IS NOT NULL, coalesce(s.active, false), coalesce(s.confirmed_flush_lsn, '0/0'), coalesce(s.restart_lsn, '0/0'), pg_current_wal_lsn(),
+SELECT s.slot_name IS NOT NULL, coalesce(s.active, false), coalesce(s.confirmed_flush_lsn, '0/0'), coalesce(s.restart_lsn, '0/0'), `+headLSN+`,
        `+limits+`,
        now()
 FROM (SELECT 1) one LEFT JOIN pg_replication_slots s ON s.slot_name = $1`, n.Slot).Scan(&s.Exists, &s.Active, &s.ConfirmedFlushLSN, &s.RestartLSN, &s.CurrentWALLSN,
@@ -368,9 +425,13 @@ func fullXid(next uint64, xid uint32) uint64 {
 // wrote nothing), is flushed by the WAL writer within wal_writer_delay,
 // with everything before it. It costs the source one transaction ID and
 // an empty transaction, which pgoutput does not send.
+//
+// On a standby source it is the position the standby has replayed (a
+// standby cannot assign a transaction ID, and replays whole records
+// only), in the same round trip.
 func CommittedHead(ctx context.Context, conn *pgx.Conn) (pglogrepl.LSN, error) {
 	var head pglogrepl.LSN
-	if err := conn.QueryRow(ctx, "SELECT pg_current_wal_lsn(), txid_current()").Scan(&head, nil); err != nil {
+	if err := conn.QueryRow(ctx, "SELECT "+headLSN+", CASE WHEN NOT pg_is_in_recovery() THEN txid_current() END").Scan(&head, nil); err != nil {
 		return 0, fmt.Errorf("read the source's WAL position: %w", err)
 	}
 	return head, nil

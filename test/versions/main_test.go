@@ -33,7 +33,8 @@ var (
 	// workDir holds every cluster the tests start, and nothing else.
 	workDir string
 	pairs   []pair
-	// basePort is the first of the ports the tests use (six of them).
+	// basePort is the first of the ports the tests use (nine of them:
+	// the failover test's three after the matrix's six).
 	basePort = envInt("PGSYNC_TEST_VERSION_PORT", 26612)
 
 	startedMu sync.Mutex
@@ -114,7 +115,17 @@ func setup() int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	if workDir, err = os.MkdirTemp("/tmp", "pgsync-versions-"); err != nil {
+	// PGSYNC_TEST_VERSION_DIR keeps the clusters of runs beside each
+	// other apart (default /tmp).
+	base := os.Getenv("PGSYNC_TEST_VERSION_DIR")
+	if base == "" {
+		base = "/tmp"
+	}
+	if err := os.MkdirAll(base, 0o755); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	if workDir, err = os.MkdirTemp(base, "pgsync-versions-"); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
@@ -131,8 +142,9 @@ func setup() int {
 		return 1
 	}
 	// Every major first, so that a download is not timed as a move.
-	seen := map[int]bool{15: true, 13: true} // 15 and 13: the downgrade test's
-	majors := []int{15, 13}
+	// 15 and 13: the downgrade test's; 16 and 17: the standby tests'.
+	seen := map[int]bool{15: true, 13: true, 16: true, 17: true}
+	majors := []int{15, 13, 16, 17}
 	for _, p := range pairs {
 		for _, v := range []int{p.src, p.tgt} {
 			if !seen[v] {
