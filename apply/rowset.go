@@ -44,7 +44,7 @@ const maxRowSetRows = 64
 // A row set of at least copyMinRows INSERTs is sent as a COPY; an INSERT row set
 // may grow to maxCopyRows rows or maxCopyBytes value bytes. Below
 // copyMinRows, COPY saved no target CPU over multi-row INSERTs and costs
-// a round trip (scripts/insert-copy-bench).
+// a round trip (scripts/bench/cmd/insert-copy-bench).
 const (
 	copyMinRows  = 256
 	maxCopyRows  = 8192

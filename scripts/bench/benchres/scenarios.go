@@ -159,7 +159,7 @@ type NativeCPU struct {
 }
 
 // Floor is the same backlog streamed from a slot at the same point by a
-// consumer that reads and discards it (scripts/discard): Seconds is the
+// consumer that reads and discards it (scripts/bench/cmd/discard): Seconds is the
 // faster of Runs.
 type Floor struct {
 	What    string     `json:"what"`
@@ -206,7 +206,7 @@ type RoundTrip struct {
 }
 
 // RTT is harness rtt (rtt.json): the catch-up with the source behind
-// scripts/latency-proxy, runs interleaved over the round trips.
+// scripts/bench/cmd/latency-proxy, runs interleaved over the round trips.
 type RTT struct {
 	Command    string      `json:"command"`
 	Date       string      `json:"date"`

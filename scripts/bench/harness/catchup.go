@@ -28,7 +28,7 @@ const (
 )
 
 // floorWhat describes the floor in the result, as the script did.
-const floorWhat = "scripts/discard: stream the same backlog from a slot at the same point, read and discard, acknowledge the end; the faster of two runs"
+const floorWhat = "scripts/bench/cmd/discard: stream the same backlog from a slot at the same point, read and discard, acknowledge the end; the faster of two runs"
 
 // catchupConfig is one catch-up measurement.
 type catchupConfig struct {
@@ -60,14 +60,14 @@ func (c catchupConfig) args() []string {
 // the job bootstrapped and stopped, a backlog of -backlog transactions
 // (100 inserts, 10 updates and 5 deletes each) is applied by pgsync run
 // --until-caught-up, then by a native subscription that was disabled
-// while it was written; the floor (scripts/discard reading the same
+// while it was written; the floor (scripts/bench/cmd/discard reading the same
 // backlog, and the server's decoding alone) is measured on it too. Writes
 // OUT/catchup.json with the steps' files beside it.
 func catchupMain(ctx context.Context, root string, args []string) error {
 	fs := flag.NewFlagSet("catchup", flag.ContinueOnError)
 	backlog := fs.Int64("backlog", 5000, "transactions in the backlog")
 	rows := fs.Int64("rows", 200000, "rows a table of the dataset")
-	rtt := fs.Int("rtt", -1, "round trip in ms of scripts/latency-proxy in front of the source for every consumer (-1: no proxy)")
+	rtt := fs.Int("rtt", -1, "round trip in ms of scripts/bench/cmd/latency-proxy in front of the source for every consumer (-1: no proxy)")
 	runFlags := fs.String("run-flags", "", "extra flags for pgsync run, separated by spaces")
 	ddl := fs.String("ddl", "", "job.ddl of pgsync's job: stop or capture (default: the key left out, stop)")
 	out := fs.String("out", "", "the results' directory (default bench-results)")
@@ -161,7 +161,7 @@ func (b *bench) catchup(ctx context.Context, c catchupConfig) (benchres.Catchup,
 	}
 
 	// Four more slots at the same point measure the floor: two are
-	// streamed by a consumer that reads and discards (scripts/discard),
+	// streamed by a consumer that reads and discards (scripts/bench/cmd/discard),
 	// two are decoded inside the server (peek), with and without binary.
 	floorSlots := []string{"decode_probe", "decode_probe2"}
 	if err := runSQL(ctx, sourcePort, catchupDB,
@@ -256,7 +256,7 @@ func (b *bench) catchupBacklog(ctx context.Context, c catchupConfig, res *benchr
 	return walEnd, nil
 }
 
-// catchupFloor streams the backlog from slot through scripts/discard (its
+// catchupFloor streams the backlog from slot through scripts/bench/cmd/discard (its
 // JSON line in catchup-floor-N.json), through the proxy when one runs,
 // and drops the slot: the Nth run of the floor.
 func catchupFloor(ctx context.Context, dir, discard string, via int, slot, walEnd string, n int) (benchres.FloorRun, error) {

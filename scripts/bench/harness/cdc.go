@@ -29,7 +29,7 @@ const (
 // TO STDOUT | COPY FROM STDIN pipe and a native subscription's initial
 // copy, then pgsync run while pgbench writers commit for -cdc-seconds, and
 // the drain after they stop. With -rtt, pgsync, native's subscriber and the
-// pipe's reading side reach the source through scripts/latency-proxy with
+// pipe's reading side reach the source through scripts/bench/cmd/latency-proxy with
 // that round trip; the writers do not. Writes OUT/bench-<dataset>.json,
 // with its logs, samples, pgbench script and configuration beside it.
 func cdcMain(ctx context.Context, root string, args []string) error {

@@ -597,7 +597,7 @@ func pgConn(ctx context.Context, port int, db string) (*pgx.Conn, error) {
 	return pgx.Connect(ctx, url(port, db))
 }
 
-// startLatencyProxy puts scripts/latency-proxy, with a round trip of
+// startLatencyProxy puts scripts/bench/cmd/latency-proxy, with a round trip of
 // rttMS milliseconds, in front of the source on sourcePort+100 (its errors
 // in logPath) and returns that port; stop ends it. Consumers reach the
 // source through it; writers do not.

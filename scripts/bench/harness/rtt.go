@@ -16,7 +16,7 @@ func init() { scenarios["rtt"] = rttMain }
 
 // rttMain is the catch-up with the source far away (issue 18): the
 // catchup scenario's measurement -runs times at each round trip of -rtts,
-// the source behind scripts/latency-proxy for pgsync, native's subscriber
+// the source behind scripts/bench/cmd/latency-proxy for pgsync, native's subscriber
 // and the floor's reader alike. The runs are interleaved (run 1 at every
 // round trip, then run 2...), so that a drift of the machine spreads over
 // all of them. Each run's files, with its catchup.json, are in

@@ -223,9 +223,10 @@ func (b *bench) environmentOf(ctx context.Context, bin string) (benchres.Environ
 	return env, nil
 }
 
-// buildTool builds one of scripts/'s Go programs (discard, latency-proxy)
-// into bin/ and returns its path.
+// buildTool builds one of the bench module's programs
+// (scripts/bench/cmd: discard, latency-proxy, insert-copy-bench) into
+// bin/ and returns its path.
 func (b *bench) buildTool(ctx context.Context, name string) (string, error) {
 	out := filepath.Join(b.root, "bin", name)
-	return out, b.run(ctx, 5*time.Minute, nil, "go", "build", "-trimpath", "-o", out, "./scripts/"+name)
+	return out, b.run(ctx, 5*time.Minute, nil, "go", "build", "-C", "scripts/bench", "-trimpath", "-o", out, "./cmd/"+name)
 }

@@ -76,7 +76,7 @@ type PKAfterCopy struct {
 }
 
 // InsertCopy is one line of bench-results/insert-copy.jsonl
-// (scripts/insert-copy-bench): the target backend's CPU for 500,000 rows
+// (scripts/bench/cmd/insert-copy-bench): the target backend's CPU for 500,000 rows
 // inserted as multi-row INSERTs or as COPY. Its lines carry no commit.
 type InsertCopy struct {
 	Mode       string  `json:"mode"`

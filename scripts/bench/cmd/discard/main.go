@@ -5,7 +5,7 @@
 // walsender does the same work for it; the bench harness's catchup
 // scenario times it beside pgsync and a native subscription.
 //
-//	go run ./scripts/discard -url 'postgres://...?replication=database' -slot S -publication P -until 0/5000000
+//	cd scripts/bench && go run ./cmd/discard -url 'postgres://...?replication=database' -slot S -publication P -until 0/5000000
 package main
 
 import (
