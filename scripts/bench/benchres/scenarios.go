@@ -277,3 +277,17 @@ type VerifyRows struct {
 	Planted          int     `json:"differences_planted"`
 	Named            int     `json:"differences_named"`
 }
+
+// Bootstrap is what the pages take from one pgsync bootstrap's log
+// (harness copy's copy-<n>-bootstrap.json, cdc's <tag>-bootstrap.json),
+// kept beside the result while the log goes to the run's log directory.
+type Bootstrap struct {
+	// KeyBuildSeconds is each primary key's build after the copy, in the
+	// order of the log.
+	KeyBuildSeconds []float64 `json:"key_build_seconds"`
+	// PgDumpSeconds is pg_dump's reading of the schema, SlotToDoneSeconds
+	// the time from the slot's creation to the end; nil when the log has
+	// no such line.
+	PgDumpSeconds     *float64 `json:"pg_dump_seconds" bench:"optional"`
+	SlotToDoneSeconds *float64 `json:"slot_to_done_seconds" bench:"optional"`
+}

@@ -32,7 +32,7 @@ const floorWhat = "scripts/bench/cmd/discard: stream the same backlog from a slo
 
 // catchupConfig is one catch-up measurement.
 type catchupConfig struct {
-	dir      string   // its files and catchup.json
+	dir      string   // its logs, configurations and verify reports
 	backlog  int64    // transactions to write while the job is stopped
 	rows     int64    // rows a table of the dataset
 	rttMS    int      // the latency proxy's round trip; -1: no proxy
@@ -53,7 +53,7 @@ func (c catchupConfig) args() []string {
 	if c.ddl != "" {
 		a = append(a, "-ddl", c.ddl)
 	}
-	return append(a, "-out", c.dir)
+	return a
 }
 
 // catchupMain is the catch-up throughput (scripts/catchup-bench.sh): with
@@ -62,7 +62,8 @@ func (c catchupConfig) args() []string {
 // --until-caught-up, then by a native subscription that was disabled
 // while it was written; the floor (scripts/bench/cmd/discard reading the same
 // backlog, and the server's decoding alone) is measured on it too. Writes
-// OUT/catchup.json with the steps' files beside it.
+// OUT/catchup.json and catchup-applying.csv (the run's progress lines);
+// the steps' logs go to the run's log directory.
 func catchupMain(ctx context.Context, root string, args []string) error {
 	fs := flag.NewFlagSet("catchup", flag.ContinueOnError)
 	backlog := fs.Int64("backlog", 5000, "transactions in the backlog")
@@ -83,11 +84,12 @@ func catchupMain(ctx context.Context, root string, args []string) error {
 	if *backlog < catchupClients || *rows < 1000 {
 		return fmt.Errorf("catchup: -backlog must be at least %d and -rows at least 1000", catchupClients)
 	}
-	b, dir, stop, err := setupIn(ctx, root, *out)
+	b, resDir, stop, err := setupIn(ctx, root, *out)
 	if err != nil {
 		return err
 	}
 	defer stop()
+	dir := b.logs // the run's logs; its result goes to resDir
 	c := catchupConfig{dir: dir, backlog: *backlog, rows: *rows, rttMS: *rtt, runFlags: strings.Fields(*runFlags), ddl: *ddl}
 	res, err := b.catchup(ctx, c)
 	if err != nil {
@@ -95,7 +97,11 @@ func catchupMain(ctx context.Context, root string, args []string) error {
 	}
 	// The command as it was given: its defaults, not the paths they became.
 	res.Command = command("catchup", args)
-	return writeResult(filepath.Join(dir, "catchup.json"), res)
+	// The progress lines the pages draw, beside the result.
+	if err := b.keepApplying(resDir, "catchup"); err != nil {
+		return err
+	}
+	return writeResult(filepath.Join(resDir, "catchup.json"), res)
 }
 
 // catchup makes one catch-up measurement on the running clusters, its

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/pgsync/pgsync/scripts/bench/benchres"
+	"github.com/pgsync/pgsync/scripts/bench/pgsynclog"
 )
 
 // pgsyncMove is pgsync: bootstrap, then run, then cutover --lock-source.
@@ -192,7 +193,7 @@ func logTimes(path string) (loggedTimes, error) {
 
 // parseLogLine takes the time and the message of one slog text line.
 func parseLogLine(line string) (time.Time, string, bool) {
-	kv := parseLogfmt(line)
+	kv := pgsynclog.Fields(line)
 	msg, hasMsg := kv["msg"]
 	t, err := time.Parse(time.RFC3339Nano, kv["time"])
 	return t, msg, hasMsg && err == nil

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/pgsync/pgsync/scripts/bench/pgsynclog"
 )
 
 // What the scenarios beside the whole move share: their dataset, pgsync's
@@ -417,36 +418,11 @@ func allLogFields(path, msg string) ([]map[string]string, error) {
 	s := bufio.NewScanner(f)
 	s.Buffer(make([]byte, 1<<20), 1<<20)
 	for s.Scan() {
-		if kv := parseLogfmt(s.Text()); kv["msg"] == msg {
+		if kv := pgsynclog.Fields(s.Text()); kv["msg"] == msg {
 			out = append(out, kv)
 		}
 	}
 	return out, s.Err()
-}
-
-// parseLogfmt splits one slog text line into its keys and values,
-// unquoting quoted values.
-func parseLogfmt(line string) map[string]string {
-	kv := make(map[string]string)
-	for rest := strings.TrimSpace(line); rest != ""; rest = strings.TrimLeft(rest, " ") {
-		key, after, ok := strings.Cut(rest, "=")
-		if !ok || strings.Contains(key, " ") {
-			break
-		}
-		var val string
-		if strings.HasPrefix(after, `"`) {
-			q, err := strconv.QuotedPrefix(after)
-			if err != nil {
-				break
-			}
-			val, _ = strconv.Unquote(q)
-			rest = after[len(q):]
-		} else {
-			val, rest, _ = strings.Cut(after, " ")
-		}
-		kv[key] = val
-	}
-	return kv
 }
 
 // logNumber is key's value on the last msg line of a pgsync log, as a
@@ -514,6 +490,34 @@ func pgsyncStep(ctx context.Context, pgsync, log string, limit time.Duration, ar
 		return fmt.Errorf("pgsync %s: %w (see %s)", strings.Join(args, " "), err, log)
 	}
 	return nil
+}
+
+// keepSeries copies name-rss.csv, samples a page draws, from the run's log
+// directory to dir, beside the result.
+func (b *bench) keepSeries(dir, name string) error {
+	data, err := os.ReadFile(filepath.Join(b.logs, name+"-rss.csv"))
+	if err != nil {
+		return fmt.Errorf("keep %s's samples: %w", name, err)
+	}
+	return os.WriteFile(filepath.Join(dir, name+"-rss.csv"), data, 0o644)
+}
+
+// keepBootstrap writes name.json in dir: the figures the pages take from
+// the bootstrap log name.log of the run's log directory
+// (pgsynclog.Bootstrap).
+func (b *bench) keepBootstrap(dir, name string) error {
+	boot, err := pgsynclog.Bootstrap(filepath.Join(b.logs, name+".log"))
+	if err != nil {
+		return err
+	}
+	return writeResult(filepath.Join(dir, name+".json"), boot)
+}
+
+// keepApplying writes prefix-applying.csv in dir: the progress lines of
+// the run log prefix-pgsync.log of the run's log directory, which the
+// pages draw.
+func (b *bench) keepApplying(dir, prefix string) error {
+	return pgsynclog.WriteApplying(filepath.Join(b.logs, prefix+"-pgsync.log"), filepath.Join(dir, prefix+"-applying.csv"))
 }
 
 // writeResult writes a scenario's typed result as indented JSON.

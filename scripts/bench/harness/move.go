@@ -293,10 +293,11 @@ type sampled struct {
 	toolCPU, sourceCPU, targetCPU float64
 }
 
-// moveOnce runs one contender once.
+// moveOnce runs one contender once, its logs in NAME-RUN of the run's log
+// directory.
 func (b *bench) moveOnce(ctx context.Context, c moveConfig, name string, run int) (benchres.MoveRun, error) {
 	r := benchres.MoveRun{Contender: name, Run: run, SampleSeconds: sampleEvery.Seconds()}
-	dir := filepath.Join(c.out, fmt.Sprintf("%s-%d", name, run))
+	dir := filepath.Join(b.logs, fmt.Sprintf("%s-%d", name, run))
 	if err := os.RemoveAll(dir); err != nil {
 		return r, err
 	}

@@ -28,9 +28,9 @@ func init() { scenarios["schema"] = schemaMain }
 //	(c) pgcopydb clone --table-jobs 2 --index-jobs 2
 //	    --split-tables-larger-than 64MB (Debian's, installed when missing).
 //
-// Writes OUT/schema.json, with schema-DS-a.log, schema-DS-b.log (the
+// Writes OUT/schema.json; schema-DS-a.log, schema-DS-b.log (the
 // bootstraps' logs), schema-DS-c.log (pgcopydb's) and the verify reports
-// and teardown logs of (a) and (b) beside it.
+// and teardown logs of (a) and (b) go to the run's log directory.
 func schemaMain(ctx context.Context, root string, args []string) error {
 	fs := flag.NewFlagSet("schema", flag.ContinueOnError)
 	rows := fs.Int64("rows", 8000000, "rows of each dataset, over all its tables")
@@ -43,11 +43,12 @@ func schemaMain(ctx context.Context, root string, args []string) error {
 	if err != nil {
 		return err
 	}
-	b, dir, stop, err := setupIn(ctx, root, *out)
+	b, resDir, stop, err := setupIn(ctx, root, *out)
 	if err != nil {
 		return err
 	}
 	defer stop()
+	dir := b.logs // the run's logs; its result goes to resDir
 	if err := b.installPgcopydb(ctx); err != nil {
 		return err
 	}
@@ -86,7 +87,7 @@ func schemaMain(ctx context.Context, root string, args []string) error {
 		}
 		res.Datasets = append(res.Datasets, r)
 	}
-	return writeResult(filepath.Join(dir, "schema.json"), res)
+	return writeResult(filepath.Join(resDir, "schema.json"), res)
 }
 
 // parseDatasets reads -datasets: 1 and 2, comma-separated.

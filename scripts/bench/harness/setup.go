@@ -54,11 +54,17 @@ type bench struct {
 	bindir  string // PostgreSQL's programs
 	pgsync  string // the pgsync binary just built
 	results string // bench-results/
-	env     benchres.Environment
+	// logs is the run's log directory (-logs): every log, configuration,
+	// script and report a scenario's programs write, kept out of
+	// bench-results/, which holds the typed results and the series the
+	// pages draw (issue 33).
+	logs string
+	env  benchres.Environment
 }
 
-// setup installs PostgreSQL when missing, builds pgsync and starts the
-// clusters. The returned stop ends the clusters; call it whatever happens.
+// setup installs PostgreSQL when missing, builds pgsync, makes the log
+// directory (logsDir) and starts the clusters. The returned stop ends the
+// clusters; call it whatever happens.
 func setup(ctx context.Context, root string) (b *bench, stop func(), err error) {
 	if err := clustersFromEnv(); err != nil {
 		return nil, nil, err
@@ -68,6 +74,13 @@ func setup(ctx context.Context, root string) (b *bench, stop func(), err error) 
 		return nil, nil, err
 	}
 	b = &bench{root: root, pgsync: filepath.Join(root, "bin", "pgsync"), results: filepath.Join(root, "bench-results")}
+	// Absolute: the programs the harness starts run in it.
+	if b.logs, err = filepath.Abs(logsDir); err != nil {
+		return nil, nil, err
+	}
+	if err := os.MkdirAll(b.logs, 0o755); err != nil {
+		return nil, nil, fmt.Errorf("the log directory: %w", err)
+	}
 	if err := b.run(ctx, 10*time.Minute, nil, "bash", "scripts/install-pg.sh"); err != nil {
 		return nil, nil, err
 	}
@@ -104,8 +117,9 @@ func setup(ctx context.Context, root string) (b *bench, stop func(), err error) 
 	return b, stop, nil
 }
 
-// setupIn is setup for a scenario that writes its files in out (default
-// bench-results/), made if missing.
+// setupIn is setup for a scenario that writes its result in out (default
+// bench-results/), made if missing and returned absolute; its logs go to
+// b.logs.
 func setupIn(ctx context.Context, root, out string) (b *bench, dir string, stop func(), err error) {
 	if b, stop, err = setup(ctx, root); err != nil {
 		return nil, "", nil, err

@@ -31,7 +31,7 @@ type Page struct {
 	Commits  []CommitUse
 
 	CopyBest          benchres.CopyRun
-	CopyKeyBuilds     []float64 // copy-<n>-bootstrap.log, per stream count
+	CopyKeyBuilds     []float64 // copy-<n>-bootstrap.json, per stream count
 	Bench1GBKeyBuilds []float64
 	CatchupPause      CatchupSummary
 	CatchupNoPause    CatchupSummary
@@ -107,7 +107,7 @@ func yes(ok bool) string {
 }
 
 // build computes the page from the results; root is the repository root,
-// where the logs and samples beside the JSON are read.
+// where the series beside the JSON are read.
 func build(root string, r *Results) (*Page, error) {
 	p := &Page{R: r, ExperimentNames: experimentNames}
 	dir := filepath.Join(root, r.Dir)
@@ -131,13 +131,13 @@ func build(root string, r *Results) (*Page, error) {
 		return nil, err
 	}
 	for _, run := range r.Copy.Pgsync {
-		kb, err := keyBuilds(filepath.Join(dir, fmt.Sprintf("copy-%d-bootstrap.log", run.Streams)))
+		kb, err := keyBuilds(filepath.Join(dir, fmt.Sprintf("copy-%d-bootstrap.json", run.Streams)))
 		if err != nil {
 			return nil, err
 		}
 		p.CopyKeyBuilds = append(p.CopyKeyBuilds, kb...)
 	}
-	if p.Bench1GBKeyBuilds, err = keyBuilds(filepath.Join(dir, "bench-1gb-bootstrap.log")); err != nil {
+	if p.Bench1GBKeyBuilds, err = keyBuilds(filepath.Join(dir, "bench-1gb-bootstrap.json")); err != nil {
 		return nil, err
 	}
 
@@ -181,7 +181,7 @@ func build(root string, r *Results) (*Page, error) {
 	slices.SortFunc(r.RTTCopy, func(a, b Named[benchres.CDC]) int { return strings.Compare(sortKey(a.Name), sortKey(b.Name)) })
 	for _, b := range r.RTTCopy {
 		row := RTTCopyRow{Label: strings.Replace(b.Name, "ms", " ms", 1), Bench: b.R}
-		if row.Dump, row.SlotToDone, err = bootParts(filepath.Join(dir, "rtt-copy", b.Name, "bench-100mb-bootstrap.log")); err != nil {
+		if row.Dump, row.SlotToDone, err = bootParts(filepath.Join(dir, "rtt-copy", b.Name, "bench-100mb-bootstrap.json")); err != nil {
 			return nil, err
 		}
 		if row.Ratio, err = ratio(b.R.Snapshot.PgsyncSeconds, b.R.Snapshot.NativeSeconds); err != nil {
