@@ -8,8 +8,8 @@ set -euo pipefail
 export PGSYNC_PG_DIR=${PGSYNC_PG_DIR:-/tmp/pgsync-badinput-pg}
 export PGSYNC_SOURCE_PORT=${PGSYNC_SOURCE_PORT:-61432}
 export PGSYNC_TARGET_PORT=${PGSYNC_TARGET_PORT:-61433}
-source "$(dirname "$0")/bench-lib.sh"
-bench_setup
+source "$(dirname "$0")/lib.sh"
+drill_setup
 trap 'bash "$root/scripts/local-pg.sh" destroy >/dev/null 2>&1 || true' EXIT
 work=$(mktemp -d)
 out=$RESULTS/bad-inputs.md

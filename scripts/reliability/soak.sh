@@ -10,14 +10,14 @@ set -euo pipefail
 export PGSYNC_PG_DIR=${PGSYNC_PG_DIR:-/tmp/pgsync-soak-pg}
 export PGSYNC_SOURCE_PORT=${PGSYNC_SOURCE_PORT:-60432}
 export PGSYNC_TARGET_PORT=${PGSYNC_TARGET_PORT:-60433}
-source "$(dirname "$0")/bench-lib.sh"
+source "$(dirname "$0")/lib.sh"
 MINUTES=${SOAK_MINUTES:-40}
 IDLE_MINUTES=${SOAK_IDLE_MINUTES:-10}
 RATE=${SOAK_RATE:-200}
 ROWS=${SOAK_ROWS:-200000}
-bench_setup
+drill_setup
 built_at=$(cd "$root" && git rev-parse --short HEAD) # the commit of the pgsync that runs
-BENCH_ON_EXIT='bash "$root/scripts/local-pg.sh" destroy >/dev/null 2>&1'
+DRILL_ON_EXIT='bash "$root/scripts/local-pg.sh" destroy >/dev/null 2>&1'
 
 DB=soak
 fresh_db $DB
@@ -81,7 +81,7 @@ need prepared_max prepared_last
 cat >"$RESULTS/soak.json" <<JSON
 {
   "benchmark": "soak",
-  "command": "SOAK_MINUTES=$MINUTES SOAK_IDLE_MINUTES=$IDLE_MINUTES SOAK_RATE=$RATE scripts/soak.sh",
+  "command": "SOAK_MINUTES=$MINUTES SOAK_IDLE_MINUTES=$IDLE_MINUTES SOAK_RATE=$RATE scripts/reliability/soak.sh",
   "date": "$(date -u +%FT%TZ)",
 $(env_json),
   "minutes": $MINUTES,

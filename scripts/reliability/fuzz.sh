@@ -4,7 +4,7 @@
 # Seeds live in each package's testdata/fuzz/; a failing input is written
 # there by `go test` and makes this script exit 1.
 set -euo pipefail
-root=$(cd "$(dirname "$0")/.." && pwd)
+root=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$root"
 secs=${FUZZ_SECONDS:-60}
 out=${RESULTS:-$root/bench-results}/fuzz.json
@@ -30,7 +30,7 @@ done
 cat >"$out" <<JSON
 {
   "benchmark": "fuzz",
-  "command": "FUZZ_SECONDS=$secs scripts/fuzz.sh",
+  "command": "FUZZ_SECONDS=$secs scripts/reliability/fuzz.sh",
   "date": "$(date -u +%FT%TZ)",
   "commit": "$(git rev-parse --short HEAD)",
   "targets": [$entries

@@ -5,7 +5,7 @@
 # the source (pgsync verify) and that every exit status is the documented
 # one. Writes bench-results/faults.json and faults-*.log.
 #
-#   FAULT_SEED=n (default: the time) FAULT_KILLS=30 scripts/faults.sh
+#   FAULT_SEED=n (default: the time) FAULT_KILLS=30 scripts/reliability/faults.sh
 #
 # Its own clusters (PGSYNC_PG_DIR, default /tmp/pgsync-faults-pg, ports
 # 59432/59433) are destroyed at the end, pass or fail.
@@ -13,12 +13,12 @@ set -euo pipefail
 export PGSYNC_PG_DIR=${PGSYNC_PG_DIR:-/tmp/pgsync-faults-pg}
 export PGSYNC_SOURCE_PORT=${PGSYNC_SOURCE_PORT:-59432}
 export PGSYNC_TARGET_PORT=${PGSYNC_TARGET_PORT:-59433}
-source "$(dirname "$0")/bench-lib.sh"
+source "$(dirname "$0")/lib.sh"
 SEED=${FAULT_SEED:-$(date +%s)}
 KILLS=${FAULT_KILLS:-30}
 RANDOM=$SEED
 echo "faults: seed $SEED (rerun with FAULT_SEED=$SEED)"
-bench_setup
+drill_setup
 cleanup() {
   kill $(jobs -p) 2>/dev/null || true
   [ -n "${frozen:-}" ] && kill -CONT "$frozen" 2>/dev/null || true
@@ -279,7 +279,7 @@ verify_ok "after bootstrap --force"
 cat >"$RESULTS/faults.json" <<JSON
 {
   "benchmark": "faults",
-  "command": "FAULT_SEED=$SEED FAULT_KILLS=$KILLS scripts/faults.sh",
+  "command": "FAULT_SEED=$SEED FAULT_KILLS=$KILLS scripts/reliability/faults.sh",
   "date": "$(date -u +%FT%TZ)",
 $(env_json),
   "seed": $SEED,
