@@ -20,7 +20,7 @@ type PgsyncCPU struct {
 	TargetBackend float64 `json:"target_backend"`
 }
 
-// CDC is harness cdc (scripts/bench.sh): the two-table copy by pgsync, a
+// CDC is harness cdc (once scripts/bench.sh): the two-table copy by pgsync, a
 // native subscription and a COPY pipe, then pgsync run while pgbench
 // writes for CDC.Seconds (bench-<dataset>.json).
 type CDC struct {
@@ -104,7 +104,7 @@ type Copy struct {
 	BinaryPipeSeconds *float64    `json:"binary_copy_pipe_seconds" bench:"optional"`
 }
 
-// Catchup is harness catchup (scripts/catchup-bench.sh, catchup.json): one
+// Catchup is harness catchup (catchup.json): one
 // backlog applied by pgsync run --until-caught-up and by a native
 // subscriber that was disabled while it was written, and read by the floor.
 type Catchup struct {

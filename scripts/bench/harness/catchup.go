@@ -56,7 +56,7 @@ func (c catchupConfig) args() []string {
 	return a
 }
 
-// catchupMain is the catch-up throughput (scripts/catchup-bench.sh): with
+// catchupMain is the catch-up throughput: with
 // the job bootstrapped and stopped, a backlog of -backlog transactions
 // (100 inserts, 10 updates and 5 deletes each) is applied by pgsync run
 // --until-caught-up, then by a native subscription that was disabled

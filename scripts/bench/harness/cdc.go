@@ -16,8 +16,8 @@ import (
 
 func init() { scenarios["cdc"] = cdcMain }
 
-// The CDC phase's load, as scripts/bench.sh had it: writers, and each
-// transaction's inserts, updates and deletes.
+// The CDC phase's load, as scripts/bench.sh had it before the harness:
+// writers, and each transaction's inserts, updates and deletes.
 const (
 	cdcWriters = 4
 	cdcInserts = 30

@@ -100,17 +100,30 @@ func (p *pgsyncMove) cutover(ctx context.Context) (time.Time, error) {
 	if err := proc.wait(ctx, 10*time.Minute); err != nil {
 		return time.Time{}, fmt.Errorf("pgsync cutover: %w (see %s)", err, filepath.Join(p.dir, "cutover.log"))
 	}
-	data, err := os.ReadFile(report)
+	r, err := readCutover(report)
+	return r.ReadyAt, err
+}
+
+// cutoverReport is what the harness reads of pgsync cutover --json.
+type cutoverReport struct {
+	ReadyAt         time.Time `json:"ready_at"` // the target reported ready for writes
+	WriteGapSeconds float64   `json:"write_gap_seconds"`
+	VerifySeconds   float64   `json:"verify_seconds"` // the compare after ready
+	Identical       bool      `json:"identical"`
+}
+
+// readCutover reads cutover's report at path; one without ready_at is an
+// error.
+func readCutover(path string) (cutoverReport, error) {
+	var r cutoverReport
+	data, err := os.ReadFile(path)
 	if err != nil {
-		return time.Time{}, err
-	}
-	var r struct {
-		ReadyAt time.Time `json:"ready_at"`
+		return r, err
 	}
 	if err := json.Unmarshal(data, &r); err != nil || r.ReadyAt.IsZero() {
-		return time.Time{}, fmt.Errorf("pgsync cutover's report %s has no ready_at (%v)", report, err)
+		return r, fmt.Errorf("pgsync cutover's report %s has no ready_at (%v)", path, err)
 	}
-	return r.ReadyAt, nil
+	return r, nil
 }
 
 func (p *pgsyncMove) end(context.Context) error {

@@ -22,8 +22,7 @@ import (
 
 // What the scenarios beside the whole move share: their dataset, pgsync's
 // configuration, a sampled run of a program, server CPU, pgsync's log
-// fields and the result files. It is the Go form of scripts/bench-lib.sh,
-// which the bash scripts that are not scenarios still use.
+// fields and the result files.
 
 // tablesDDL is the benchmark dataset's two tables, of about 140 bytes of
 // COPY text a row.
@@ -481,15 +480,25 @@ func reportsDifference(report string) bool {
 
 // pgsyncStep runs one pgsync command to its end, its output in log.
 func pgsyncStep(ctx context.Context, pgsync, log string, limit time.Duration, args ...string) error {
+	_, _, err := pgsyncPeak(ctx, pgsync, log, limit, args...)
+	return err
+}
+
+// pgsyncPeak runs one pgsync command to its end, its output in log, and
+// returns its seconds and its peak RSS in MB (process.peakRSSMB).
+func pgsyncPeak(ctx context.Context, pgsync, log string, limit time.Duration, args ...string) (secs, peakMB float64, err error) {
+	t0 := time.Now()
 	p, err := start(filepath.Dir(log), log, log, pgsyncEnv, pgsync, args...)
 	if err != nil {
-		return err
+		return 0, 0, err
 	}
 	defer p.stop(10 * time.Second)
 	if err := p.wait(ctx, limit); err != nil {
-		return fmt.Errorf("pgsync %s: %w (see %s)", strings.Join(args, " "), err, log)
+		return 0, 0, fmt.Errorf("pgsync %s: %w (see %s)", strings.Join(args, " "), err, log)
 	}
-	return nil
+	secs = time.Since(t0).Seconds()
+	peakMB, err = p.peakRSSMB()
+	return secs, peakMB, err
 }
 
 // keepSeries copies name-rss.csv, samples a page draws, from the run's log

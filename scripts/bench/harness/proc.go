@@ -195,6 +195,20 @@ func start(dir, outPath, errPath string, env []string, name string, args ...stri
 
 func (p *process) pid() int { return p.cmd.Process.Pid }
 
+// peakRSSMB is the kernel's peak resident set size of the ended process
+// (its rusage's maxrss, in MB of 2^20 bytes), as /usr/bin/time -v's
+// "Maximum resident set size" gave it: no short spike is missed.
+func (p *process) peakRSSMB() (float64, error) {
+	if !p.exited() {
+		return 0, fmt.Errorf("%s is still running: no peak RSS yet", p.name)
+	}
+	ru, ok := p.cmd.ProcessState.SysUsage().(*syscall.Rusage)
+	if !ok || ru.Maxrss <= 0 {
+		return 0, fmt.Errorf("%s: no peak RSS in its rusage", p.what)
+	}
+	return float64(ru.Maxrss) / 1024, nil
+}
+
 // exited reports whether the process has ended.
 func (p *process) exited() bool {
 	select {

@@ -17,9 +17,9 @@ import (
 	"github.com/pgsync/pgsync/scripts/bench/benchres"
 )
 
-// The bench clusters: the directory and ports every bench driver uses
-// (scripts/bench-lib.sh), apart from the integration tests' clusters. The
-// same variables as bench-lib.sh's move them elsewhere, so that two
+// The bench clusters: the directory and ports every scenario uses, apart
+// from the integration tests' and the reliability drills' clusters.
+// scripts/local-pg.sh's variables move them elsewhere, so that two
 // harnesses can run side by side (setup reads them).
 var (
 	benchPGDir = "/tmp/pgsync-bench-pg"
@@ -69,17 +69,8 @@ func setup(ctx context.Context, root string) (b *bench, stop func(), err error) 
 	if err := clustersFromEnv(); err != nil {
 		return nil, nil, err
 	}
-	root, err = filepath.Abs(root)
-	if err != nil {
+	if b, err = newBench(root); err != nil {
 		return nil, nil, err
-	}
-	b = &bench{root: root, pgsync: filepath.Join(root, "bin", "pgsync"), results: filepath.Join(root, "bench-results")}
-	// Absolute: the programs the harness starts run in it.
-	if b.logs, err = filepath.Abs(logsDir); err != nil {
-		return nil, nil, err
-	}
-	if err := os.MkdirAll(b.logs, 0o755); err != nil {
-		return nil, nil, fmt.Errorf("the log directory: %w", err)
 	}
 	if err := b.run(ctx, 10*time.Minute, nil, "bash", "scripts/install-pg.sh"); err != nil {
 		return nil, nil, err
@@ -117,6 +108,25 @@ func setup(ctx context.Context, root string) (b *bench, stop func(), err error) 
 	return b, stop, nil
 }
 
+// newBench is a bench of the repository at root with its log directory
+// made, for a scenario that needs neither clusters nor a build (setup
+// does the rest).
+func newBench(root string) (*bench, error) {
+	root, err := filepath.Abs(root)
+	if err != nil {
+		return nil, err
+	}
+	b := &bench{root: root, pgsync: filepath.Join(root, "bin", "pgsync"), results: filepath.Join(root, "bench-results")}
+	// Absolute: the programs the harness starts run in it.
+	if b.logs, err = filepath.Abs(logsDir); err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(b.logs, 0o755); err != nil {
+		return nil, fmt.Errorf("the log directory: %w", err)
+	}
+	return b, nil
+}
+
 // setupIn is setup for a scenario that writes its result in out (default
 // bench-results/), made if missing and returned absolute; its logs go to
 // b.logs.
@@ -124,20 +134,23 @@ func setupIn(ctx context.Context, root, out string) (b *bench, dir string, stop 
 	if b, stop, err = setup(ctx, root); err != nil {
 		return nil, "", nil, err
 	}
-	dir = out
-	if dir == "" {
-		dir = b.results
-	}
-	// Absolute: the programs the harness starts run in it.
-	if dir, err = filepath.Abs(dir); err != nil {
-		stop()
-		return nil, "", nil, err
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if dir, err = b.resultsDir(out); err != nil {
 		stop()
 		return nil, "", nil, err
 	}
 	return b, dir, stop, nil
+}
+
+// resultsDir is out (default bench-results/), absolute and made.
+func (b *bench) resultsDir(out string) (string, error) {
+	if out == "" {
+		out = b.results
+	}
+	dir, err := filepath.Abs(out)
+	if err != nil {
+		return "", err
+	}
+	return dir, os.MkdirAll(dir, 0o755)
 }
 
 // run runs name with args in the repository, with env added to the
@@ -235,6 +248,37 @@ func (b *bench) environmentOf(ctx context.Context, bin string) (benchres.Environ
 		return env, fmt.Errorf("incomplete environment: %+v", env)
 	}
 	return env, nil
+}
+
+// checkoutAt checks commit out in a worktree of its own under the log
+// directory, to build an earlier pgsync from; remove removes it.
+func (b *bench) checkoutAt(ctx context.Context, commit string) (dir string, remove func(), err error) {
+	dir = filepath.Join(b.logs, "src-"+commit)
+	if err := b.run(ctx, time.Minute, nil, "git", "worktree", "add", "-q", "--detach", dir, commit); err != nil {
+		return "", nil, err
+	}
+	remove = func() {
+		c, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+		defer cancel()
+		if err := b.run(c, time.Minute, nil, "git", "worktree", "remove", "--force", dir); err != nil {
+			fmt.Fprintln(os.Stderr, "harness:", err)
+		}
+	}
+	return dir, remove, nil
+}
+
+// buildAt builds pgsync at commit, its version set to the commit, into
+// the log directory and returns the binary: an earlier build to measure
+// beside this one.
+func (b *bench) buildAt(ctx context.Context, commit string) (string, error) {
+	src, remove, err := b.checkoutAt(ctx, commit)
+	if err != nil {
+		return "", err
+	}
+	defer remove()
+	bin := filepath.Join(b.logs, "pgsync-"+commit)
+	return bin, b.run(ctx, 10*time.Minute, nil, "go", "build", "-C", src, "-trimpath",
+		"-ldflags", "-X github.com/pgsync/pgsync/cmd.Version="+commit, "-o", bin, "./cmd/pgsync")
 }
 
 // buildTool builds one of the bench module's programs

@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/pgsync/pgsync/scripts/bench/benchres"
@@ -162,11 +161,8 @@ func verifyPeak(ctx context.Context, pgsync, outPath string, args ...string) (fl
 	default:
 		return 0, 0, fmt.Errorf("pgsync %s: %w (see %s)", strings.Join(args, " "), werr, outPath)
 	}
-	ru, ok := p.cmd.ProcessState.SysUsage().(*syscall.Rusage)
-	if !ok || ru.Maxrss <= 0 {
-		return 0, 0, fmt.Errorf("pgsync %s: no peak RSS in its rusage", strings.Join(args, " "))
-	}
-	return secs, ru.Maxrss, nil
+	peak, err := p.peakRSSMB()
+	return secs, int64(peak * 1024), err
 }
 
 // namedDifferences counts the lines of a verify --rows report that name a
