@@ -275,7 +275,7 @@ var copyEscapes = [256]byte{'\\': '\\', '\t': 't', '\n': 'n', '\r': 'r'}
 
 // appendCopyValue appends v escaped. Most values have nothing to escape:
 // their clean prefix is found eight bytes at a time and copied at once
-// (scripts/hotpath-bench.sh, insert_copy).
+// (harness hotpath, insert_copy).
 func appendCopyValue(dst, v []byte) []byte {
 	clean := 0
 	for clean+8 <= len(v) && !copyEscapeIn(binary.LittleEndian.Uint64(v[clean:])) {
