@@ -7,7 +7,9 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"sync"
 	"time"
@@ -318,4 +320,26 @@ func (c *pgcopydbMove) end(context.Context) error {
 	}
 	c.proc.stop(30 * time.Second)
 	return os.RemoveAll(filepath.Join(c.dir, "work"))
+}
+
+// pgcopydbVersionRE finds the version in pgcopydb --version's output,
+// whose first line is a log line naming it too.
+var pgcopydbVersionRE = regexp.MustCompile(`pgcopydb version (\S+)`)
+
+// pgcopydbVersion is the version pgcopydb --version names.
+func pgcopydbVersion(ctx context.Context) (string, error) {
+	out, err := exec.CommandContext(ctx, "pgcopydb", "--version").CombinedOutput()
+	if err != nil {
+		return "", fmt.Errorf("pgcopydb --version: %w", err)
+	}
+	return parsePgcopydbVersion(string(out))
+}
+
+// parsePgcopydbVersion is the version in pgcopydb --version's output.
+func parsePgcopydbVersion(out string) (string, error) {
+	m := pgcopydbVersionRE.FindStringSubmatch(out)
+	if m == nil {
+		return "", fmt.Errorf("pgcopydb --version names no version: %q", out)
+	}
+	return m[1], nil
 }

@@ -5,9 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"time"
 
@@ -93,28 +91,6 @@ func schemaMain(ctx context.Context, root string, args []string) error {
 // parseDatasets reads -datasets: 1 and 2, comma-separated.
 func parseDatasets(s string) ([]int, error) {
 	return intList("schema: -datasets", s, "1 or 2", func(n int) bool { return n == 1 || n == 2 })
-}
-
-// pgcopydbVersionRE finds the version in pgcopydb --version's output,
-// whose first line is a log line naming it too.
-var pgcopydbVersionRE = regexp.MustCompile(`pgcopydb version (\S+)`)
-
-// pgcopydbVersion is the version pgcopydb --version names.
-func pgcopydbVersion(ctx context.Context) (string, error) {
-	out, err := exec.CommandContext(ctx, "pgcopydb", "--version").CombinedOutput()
-	if err != nil {
-		return "", fmt.Errorf("pgcopydb --version: %w", err)
-	}
-	return parsePgcopydbVersion(string(out))
-}
-
-// parsePgcopydbVersion is the version in pgcopydb --version's output.
-func parsePgcopydbVersion(out string) (string, error) {
-	m := pgcopydbVersionRE.FindStringSubmatch(out)
-	if m == nil {
-		return "", fmt.Errorf("pgcopydb --version names no version: %q", out)
-	}
-	return m[1], nil
 }
 
 // schemaDataset builds the source database schemasrc of ds tables (rows

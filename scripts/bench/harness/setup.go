@@ -2,7 +2,6 @@ package main
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -237,8 +236,8 @@ func (b *bench) environmentOf(ctx context.Context, bin string) (benchres.Environ
 		f.Close()
 	}
 	if m, err := os.ReadFile("/proc/meminfo"); err == nil {
-		for _, line := range bytes.Split(m, []byte("\n")) {
-			if f := strings.Fields(string(line)); len(f) >= 2 && f[0] == "MemTotal:" {
+		for _, line := range strings.Split(string(m), "\n") {
+			if f := strings.Fields(line); len(f) >= 2 && f[0] == "MemTotal:" {
 				kb, _ := strconv.ParseFloat(f[1], 64)
 				env.MemoryGiB = int(kb/1048576 + 0.5)
 			}

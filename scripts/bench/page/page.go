@@ -1,7 +1,9 @@
 package main
 
 import (
+	"cmp"
 	"fmt"
+	"maps"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -126,7 +128,7 @@ func build(root string, r *Results) (*Page, error) {
 	if len(r.Copy.Pgsync) == 0 {
 		return nil, fmt.Errorf("%s/copy.json: pgsync: no runs", r.Dir)
 	}
-	p.CopyBest = slices.MinFunc(r.Copy.Pgsync, func(a, b benchres.CopyRun) int { return cmpFloat(a.Seconds, b.Seconds) })
+	p.CopyBest = slices.MinFunc(r.Copy.Pgsync, func(a, b benchres.CopyRun) int { return cmp.Compare(a.Seconds, b.Seconds) })
 	if err := p.firstPageGoals(r); err != nil {
 		return nil, err
 	}
@@ -205,7 +207,7 @@ func build(root string, r *Results) (*Page, error) {
 		return nil, err
 	}
 	p.HotZeroAllocs = true
-	for _, name := range sortedKeys(now) {
+	for _, name := range slices.Sorted(maps.Keys(now)) {
 		s := now[name]
 		if b, ok := base[name]; ok {
 			s.BaseNsOp, s.HasBase = b.NsOp, true
@@ -304,16 +306,6 @@ func commitUses(r *Results) []CommitUse {
 	return out
 }
 
-func cmpFloat(a, b float64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
-}
-
 func joinF2(xs []float64) string {
 	s := make([]string, len(xs))
 	for i, x := range xs {
@@ -342,15 +334,6 @@ func sortKey(name string) string {
 	}
 	flush()
 	return b.String()
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
 }
 
 // BenchRun is what make bench measured, all at one commit: the whole
