@@ -49,24 +49,26 @@ func hotpathMain(ctx context.Context, root string, args []string) error {
 		return err
 	}
 	defer remove()
-	for _, pkg := range hotpathPackages {
-		for build, dir := range map[string]string{"base": src, "head": b.root} {
-			if err := b.run(ctx, 10*time.Minute, nil, "go", "test", "-C", dir, "-c", "-o", b.testBinary(build, pkg), "./"+pkg); err != nil {
+	// Base first, then this checkout, in every round.
+	builds := []struct{ name, src, out string }{
+		{"base", src, filepath.Join(resDir, "hotpath-"+*base+".txt")},
+		{"head", b.root, filepath.Join(resDir, "hotpath.txt")},
+	}
+	for _, build := range builds {
+		for _, pkg := range hotpathPackages {
+			if err := b.run(ctx, 10*time.Minute, nil, "go", "test", "-C", build.src, "-c", "-o", b.testBinary(build.name, pkg), "./"+pkg); err != nil {
 				return err
 			}
 		}
-	}
-	baseOut, headOut := filepath.Join(resDir, "hotpath-"+*base+".txt"), filepath.Join(resDir, "hotpath.txt")
-	for _, f := range []string{baseOut, headOut} {
-		if err := os.WriteFile(f, nil, 0o644); err != nil {
+		if err := os.WriteFile(build.out, nil, 0o644); err != nil {
 			return err
 		}
 	}
 	for i := 1; i <= *rounds; i++ {
 		say("hotpath", "round %d of %d", i, *rounds)
-		for build, f := range map[string]string{"base": baseOut, "head": headOut} {
+		for _, build := range builds {
 			for _, pkg := range hotpathPackages {
-				if err := appendOutput(ctx, f, filepath.Join(b.root, pkg), "taskset", "-c", *cpu, b.testBinary(build, pkg),
+				if err := appendOutput(ctx, build.out, filepath.Join(b.root, pkg), "taskset", "-c", *cpu, b.testBinary(build.name, pkg),
 					"-test.run", "^$", "-test.bench", ".", "-test.benchmem", "-test.benchtime", "1000000x"); err != nil {
 					return err
 				}
@@ -74,7 +76,7 @@ func hotpathMain(ctx context.Context, root string, args []string) error {
 		}
 	}
 	stat := filepath.Join(resDir, "hotpath-benchstat.txt")
-	if err := writeOutput(ctx, stat, b.root, "go", "run", "golang.org/x/perf/cmd/benchstat@latest", baseOut, headOut); err != nil {
+	if err := writeOutput(ctx, stat, b.root, "go", "run", "golang.org/x/perf/cmd/benchstat@latest", builds[0].out, builds[1].out); err != nil {
 		return err
 	}
 	return b.hotpathProfile(ctx, resDir, *cpu)

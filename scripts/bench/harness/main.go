@@ -58,8 +58,11 @@ func main() {
 		logsDir = defaultLogs(flag.Arg(0), time.Now())
 	}
 	err := scenario(ctx, *root, flag.Args()[1:])
-	// Said whatever happened: an error names a log in it.
-	fmt.Fprintln(os.Stderr, "harness: the run's logs are in", logsDir)
+	// Said whatever happened, once the scenario made it: an error names a
+	// log in it.
+	if _, serr := os.Stat(logsDir); serr == nil {
+		fmt.Fprintln(os.Stderr, "harness: the run's logs are in", logsDir)
+	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "harness:", err)
 		os.Exit(1)
