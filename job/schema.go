@@ -136,6 +136,8 @@ func (j *Job) openSchemaBuilder(ctx context.Context) (*schemaBuilder, error) {
 	if err != nil || b == nil {
 		return nil, err
 	}
+	objects, runs := b.Scripts()
+	j.log.Info("read the post-data objects' scripts", "objects", objects, "pg_restore_runs", runs)
 	return &schemaBuilder{j: j, b: b}, nil
 }
 

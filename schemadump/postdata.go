@@ -24,8 +24,8 @@ import (
 // at once, and what a failure means, is the caller's (job/build.go).
 
 // Builder builds a job's recorded post-data objects from its recorded
-// archive, one pg_restore per object, so that each is marked built as it
-// is.
+// archive, one at a time, so that each is marked built as it is; their
+// scripts are read from pg_restore in a few runs (scripts.go).
 type Builder struct {
 	job     string
 	restore string // pg_restore
@@ -37,6 +37,11 @@ type Builder struct {
 	// conn is the builder's own target session: the copy's goroutines use
 	// the job's while keys are built.
 	conn *pgx.Conn
+	// scripts holds the pending entries' scripts by dump id, read at
+	// OpenBuilder (scripts.go); read-only after it, so the build's
+	// workers share it.
+	scripts     map[int]string
+	restoreRuns int
 }
 
 // OpenBuilder writes job's recorded archive to a file, and opens a target
@@ -62,10 +67,23 @@ func OpenBuilder(ctx context.Context, tgt *pgx.Conn, targetURL, pgDump, job stri
 		cleanup()
 		return nil, err
 	}
-	return &Builder{job: job, restore: restore, restrictKey: key, archive: file, cleanup: func() {
+	b := &Builder{job: job, restore: restore, restrictKey: key, archive: file, cleanup: func() {
 		conn.Close(context.WithoutCancel(ctx))
 		cleanup()
-	}, conn: conn}, nil
+	}, conn: conn, scripts: map[int]string{}}
+	pending, err := b.Pending(ctx, "")
+	if err == nil {
+		entries := make([]Entry, len(pending))
+		for i, o := range pending {
+			entries[i] = o.Entry
+		}
+		err = b.prepareScripts(ctx, entries)
+	}
+	if err != nil {
+		b.Close()
+		return nil, err
+	}
+	return b, nil
 }
 
 // RestoreProgram finds the pg_restore of the pg_dump of job.pg_dump: the
@@ -169,38 +187,13 @@ func (b *Builder) Build(ctx context.Context, conn *pgx.Conn, o Pending) error {
 	return nil
 }
 
-// entrySQL is pg_restore's script of one entry of the archive. Its psql
-// meta-commands (\restrict and \unrestrict, which pg_restore writes since
-// PostgreSQL 17.6, 16.10 and 15.14) carry a key pgsync chooses, and are
-// the lines equal to them; nothing else of the script is read.
+// entrySQL is the script of one entry of the archive: read with the
+// others at OpenBuilder (scripts.go), or asked of pg_restore alone.
 func (b *Builder) entrySQL(ctx context.Context, e Entry) (string, error) {
-	listFile, err := writeList(filepath.Dir(b.archive), []Entry{e})
-	if err != nil {
-		return "", err
+	if sql, ok := b.scripts[e.DumpID]; ok {
+		return sql, nil
 	}
-	defer os.Remove(listFile)
-	args := []string{"--no-tablespaces", "--use-list=" + listFile, "--file=-"}
-	if b.restrictKey != "" {
-		args = append(args, "--restrict-key="+b.restrictKey)
-	}
-	cmd := exec.CommandContext(ctx, b.restore, append(args, b.archive)...)
-	var out, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &stderr
-	if err := cmd.Run(); err != nil {
-		return "", fmt.Errorf("pg_restore of %s: %w: %s", e, err, oneLine(stderr.String()))
-	}
-	script := out.String()
-	if b.restrictKey != "" {
-		var kept []string
-		for _, line := range strings.Split(script, "\n") {
-			if line == `\restrict `+b.restrictKey || line == `\unrestrict `+b.restrictKey {
-				continue
-			}
-			kept = append(kept, line)
-		}
-		script = strings.Join(kept, "\n")
-	}
-	return script, nil
+	return b.restoreScript(ctx, []Entry{e})
 }
 
 // objectExists says whether the target has the object already, for the

@@ -50,7 +50,9 @@ start_cluster() { # name port
       echo "local-pg: port $port is taken by another server; stop it or choose other ports with PGSYNC_SOURCE_PORT/PGSYNC_TARGET_PORT" >&2
       exit 1
     fi
-    as_owner "$bindir/pg_ctl" -D "$data" -l "$dir/$1.log" -w -t 60 start >/dev/null ||
+    # The port asked for wins over the one written at initdb: a cluster
+    # directory made with other ports starts where it is asked to.
+    as_owner "$bindir/pg_ctl" -D "$data" -o "-p $port" -l "$dir/$1.log" -w -t 60 start >/dev/null ||
       { tail -20 "$dir/$1.log" >&2; exit 1; }
     echo "local-pg: $1 started on 127.0.0.1:$port"
   fi

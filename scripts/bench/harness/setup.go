@@ -22,8 +22,8 @@ import (
 // harnesses can run side by side (setup reads them).
 var (
 	benchPGDir = "/tmp/pgsync-bench-pg"
-	sourcePort = 57432
-	targetPort = 57433
+	sourcePort = 26562
+	targetPort = 26563
 )
 
 const clusterStart = 2 * time.Minute

@@ -6,7 +6,7 @@
 // machine), which is what decides from how many rows a run is worth a COPY
 // (apply/run.go, copyMinRows).
 //
-//	cd scripts/bench && go run ./cmd/insert-copy-bench -url postgres://postgres@127.0.0.1:57433/postgres -rows 500000 -runs "insert:64 copy:100 copy:256 copy:1000"
+//	cd scripts/bench && go run ./cmd/insert-copy-bench -url postgres://postgres@127.0.0.1:26563/postgres -rows 500000 -runs "insert:64 copy:100 copy:256 copy:1000"
 package main
 
 import (

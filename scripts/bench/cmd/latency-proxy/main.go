@@ -3,7 +3,7 @@
 // reads for half a round trip before writing it on, each way, without
 // limiting bandwidth (issue 18, "A source far away").
 //
-//	latency-proxy -listen 127.0.0.1:57532 -target 127.0.0.1:57432 -rtt 10ms
+//	latency-proxy -listen 127.0.0.1:26662 -target 127.0.0.1:26562 -rtt 10ms
 //
 // Each direction of a connection has a reader that stamps each chunk with
 // its arrival time and queues it, and a writer that sleeps until arrival
