@@ -10,7 +10,7 @@ LDFLAGS := -X github.com/pgsync/pgsync/cmd.Version=$(VERSION)
 # The integration tests' own clusters, apart from the ones of `make demo`.
 TEST_PG_DIR ?= /tmp/pgsync-test-pg
 
-.PHONY: all build pg-install test test-versions unit bench-test integration demo bench bench-large bench-hotpath clean
+.PHONY: all build pg-install test test-versions unit bench-test integration demo bench bench-all bench-large bench-hotpath clean
 
 all: build
 
@@ -61,31 +61,46 @@ demo: pg-install build
 # pages (docs/benchmarks.md): the whole move under load (pgsync, native,
 # pgcopydb --follow; 3 runs each), the copy, the catch-up and one large
 # transaction. 16 minutes on 2 cores at d99166e. The bench clusters are stopped
-# at the end, pass or fail. bash scripts/bench-all.sh runs every benchmark.
+# at the end, pass or fail. Results go to bench-results/, the run's logs
+# (out of git) to BENCH_LOGS, one folder a scenario. make bench-all runs
+# every benchmark (harness all).
 BENCH_PG := PGSYNC_PG_DIR=/tmp/pgsync-bench-pg PGSYNC_SOURCE_PORT=26562 PGSYNC_TARGET_PORT=26563
+ifndef BENCH_LOGS
+BENCH_LOGS := $(or $(TMPDIR),/tmp)/pgsync-bench-logs/bench-$(shell date -u +%Y%m%dT%H%M%SZ)
+endif
+HARNESS = $(GO) run ./harness -root ../..
 bench: pg-install build
 	@rc=0; \
-	  (cd scripts/bench && $(GO) run ./harness -root ../.. move && \
-	    $(GO) run ./harness -root ../.. copy && \
-	    $(GO) run ./harness -root ../.. catchup && \
-	    $(GO) run ./harness -root ../.. bigtxn -rows 2000000) || rc=$$?; \
+	  (cd scripts/bench && $(HARNESS) -logs $(BENCH_LOGS)/move move && \
+	    $(HARNESS) -logs $(BENCH_LOGS)/copy copy && \
+	    $(HARNESS) -logs $(BENCH_LOGS)/catchup catchup && \
+	    $(HARNESS) -logs $(BENCH_LOGS)/bigtxn bigtxn -rows 2000000) || rc=$$?; \
 	  $(BENCH_PG) bash scripts/local-pg.sh stop; \
+	  echo "make bench: the run's logs are in $(BENCH_LOGS)"; \
 	  [ $$rc -eq 0 ] || exit $$rc; \
 	  cd scripts/bench && $(GO) run ./page -root ../..
+
+# Every benchmark behind both benchmarks pages, one after the other, then
+# the pages: hours, and about 45 GB free for the 10 GB copy. It refuses a
+# checkout with changes (the figures name the commit).
+bench-all: pg-install build
+	cd scripts/bench && $(HARNESS) -logs $(BENCH_LOGS) all
 
 # The whole move at about 10 GB (pgbench scale 600 and the documents,
 # under the same load as make bench), three runs of pgsync and of native,
 # interleaved; the page puts the medians beside the 1 GB move.
 bench-large: pg-install build
 	@rc=0; \
-	  (cd scripts/bench && $(GO) run ./harness -root ../.. move -scale 600 -runs 3 -contenders pgsync,native \
+	  (cd scripts/bench && $(HARNESS) -logs $(BENCH_LOGS)/move-10gb move -scale 600 -runs 3 -contenders pgsync,native \
 	    -timeout 12m -out ../../bench-results/move-10gb) || rc=$$?; \
 	  $(BENCH_PG) bash scripts/local-pg.sh stop; \
+	  echo "make bench-large: the run's logs are in $(BENCH_LOGS)"; \
 	  [ $$rc -eq 0 ] || exit $$rc; \
 	  cd scripts/bench && $(GO) run ./page -root ../..
 
 # Hot-path benchmarks (no network): decode and statement building. The
-# recorded comparison with an earlier commit is scripts/hotpath-bench.sh.
+# recorded comparison with an earlier commit is harness hotpath
+# (cd scripts/bench && go run ./harness -root ../.. hotpath -base COMMIT).
 bench-hotpath:
 	$(GO) test -run '^$$' -bench . -benchmem -count 5 ./pgoutput ./apply
 

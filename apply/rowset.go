@@ -44,7 +44,7 @@ const maxRowSetRows = 64
 // A row set of at least copyMinRows INSERTs is sent as a COPY; an INSERT row set
 // may grow to maxCopyRows rows or maxCopyBytes value bytes. Below
 // copyMinRows, COPY saved no target CPU over multi-row INSERTs and costs
-// a round trip (scripts/insert-copy-bench).
+// a round trip (scripts/bench/cmd/insert-copy-bench).
 const (
 	copyMinRows  = 256
 	maxCopyRows  = 8192
@@ -275,7 +275,7 @@ var copyEscapes = [256]byte{'\\': '\\', '\t': 't', '\n': 'n', '\r': 'r'}
 
 // appendCopyValue appends v escaped. Most values have nothing to escape:
 // their clean prefix is found eight bytes at a time and copied at once
-// (scripts/hotpath-bench.sh, insert_copy).
+// (harness hotpath, insert_copy).
 func appendCopyValue(dst, v []byte) []byte {
 	clean := 0
 	for clean+8 <= len(v) && !copyEscapeIn(binary.LittleEndian.Uint64(v[clean:])) {

@@ -20,7 +20,7 @@ type PgsyncCPU struct {
 	TargetBackend float64 `json:"target_backend"`
 }
 
-// CDC is harness cdc (scripts/bench.sh): the two-table copy by pgsync, a
+// CDC is harness cdc (once scripts/bench.sh): the two-table copy by pgsync, a
 // native subscription and a COPY pipe, then pgsync run while pgbench
 // writes for CDC.Seconds (bench-<dataset>.json).
 type CDC struct {
@@ -104,7 +104,7 @@ type Copy struct {
 	BinaryPipeSeconds *float64    `json:"binary_copy_pipe_seconds" bench:"optional"`
 }
 
-// Catchup is harness catchup (scripts/catchup-bench.sh, catchup.json): one
+// Catchup is harness catchup (catchup.json): one
 // backlog applied by pgsync run --until-caught-up and by a native
 // subscriber that was disabled while it was written, and read by the floor.
 type Catchup struct {
@@ -159,7 +159,7 @@ type NativeCPU struct {
 }
 
 // Floor is the same backlog streamed from a slot at the same point by a
-// consumer that reads and discards it (scripts/discard): Seconds is the
+// consumer that reads and discards it (scripts/bench/cmd/discard): Seconds is the
 // faster of Runs.
 type Floor struct {
 	What    string     `json:"what"`
@@ -206,7 +206,7 @@ type RoundTrip struct {
 }
 
 // RTT is harness rtt (rtt.json): the catch-up with the source behind
-// scripts/latency-proxy, runs interleaved over the round trips.
+// scripts/bench/cmd/latency-proxy, runs interleaved over the round trips.
 type RTT struct {
 	Command    string      `json:"command"`
 	Date       string      `json:"date"`
@@ -276,4 +276,18 @@ type VerifyRows struct {
 	RowsRSSPeakMB    float64 `json:"verify_rows_rss_peak_mb"`
 	Planted          int     `json:"differences_planted"`
 	Named            int     `json:"differences_named"`
+}
+
+// Bootstrap is what the pages take from one pgsync bootstrap's log
+// (harness copy's copy-<n>-bootstrap.json, cdc's <tag>-bootstrap.json),
+// kept beside the result while the log goes to the run's log directory.
+type Bootstrap struct {
+	// KeyBuildSeconds is each primary key's build after the copy, in the
+	// order of the log.
+	KeyBuildSeconds []float64 `json:"key_build_seconds"`
+	// PgDumpSeconds is pg_dump's reading of the schema, SlotToDoneSeconds
+	// the time from the slot's creation to the end; nil when the log has
+	// no such line.
+	PgDumpSeconds     *float64 `json:"pg_dump_seconds" bench:"optional"`
+	SlotToDoneSeconds *float64 `json:"slot_to_done_seconds" bench:"optional"`
 }

@@ -17,7 +17,8 @@ func init() { scenarios["bigtxn"] = bigtxnMain }
 // --until-caught-up while its RSS is sampled. pgsync applies the
 // transaction as it arrives, so its memory stays at the configured bounds
 // whatever the transaction's size. Writes OUT/bigtxn.json, with
-// bigtxn-pgsync.log and bigtxn-pgsync-rss.csv beside it.
+// bigtxn-pgsync-rss.csv (the samples the pages draw) beside it;
+// bigtxn-pgsync.log goes to the run's log directory.
 func bigtxnMain(ctx context.Context, root string, args []string) error {
 	fs := flag.NewFlagSet("bigtxn", flag.ContinueOnError)
 	rows := fs.Int64("rows", 1000000, "rows inserted by the one transaction")
@@ -25,11 +26,12 @@ func bigtxnMain(ctx context.Context, root string, args []string) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	b, dir, stop, err := setupIn(ctx, root, *out)
+	b, resDir, stop, err := setupIn(ctx, root, *out)
 	if err != nil {
 		return err
 	}
 	defer stop()
+	dir := b.logs // the run's logs; its result goes to resDir
 
 	const db = "bigtxn"
 	if err := freshDB(ctx, db); err != nil {
@@ -82,6 +84,10 @@ func bigtxnMain(ctx context.Context, root string, args []string) error {
 		CPU:       benchres.PgsyncCPU{Pgsync: self, Walsender: round2(server.source), TargetBackend: round2(server.target)},
 		CPUAvgPct: round2(run.CPUAvgPct), HashesMatch: same,
 	}
+	// The samples the pages draw, beside the result.
+	if err := b.keepSeries(resDir, "bigtxn-pgsync"); err != nil {
+		return err
+	}
 	say("bigtxn", "%.2f s, RSS peak %.1f MB, identical %v", res.Seconds, res.RSSPeakMB, same)
-	return writeResult(filepath.Join(dir, "bigtxn.json"), res)
+	return writeResult(filepath.Join(resDir, "bigtxn.json"), res)
 }

@@ -28,11 +28,11 @@ const (
 )
 
 // floorWhat describes the floor in the result, as the script did.
-const floorWhat = "scripts/discard: stream the same backlog from a slot at the same point, read and discard, acknowledge the end; the faster of two runs"
+const floorWhat = "scripts/bench/cmd/discard: stream the same backlog from a slot at the same point, read and discard, acknowledge the end; the faster of two runs"
 
 // catchupConfig is one catch-up measurement.
 type catchupConfig struct {
-	dir      string   // its files and catchup.json
+	dir      string   // its logs, configurations and verify reports
 	backlog  int64    // transactions to write while the job is stopped
 	rows     int64    // rows a table of the dataset
 	rttMS    int      // the latency proxy's round trip; -1: no proxy
@@ -53,21 +53,22 @@ func (c catchupConfig) args() []string {
 	if c.ddl != "" {
 		a = append(a, "-ddl", c.ddl)
 	}
-	return append(a, "-out", c.dir)
+	return a
 }
 
-// catchupMain is the catch-up throughput (scripts/catchup-bench.sh): with
+// catchupMain is the catch-up throughput: with
 // the job bootstrapped and stopped, a backlog of -backlog transactions
 // (100 inserts, 10 updates and 5 deletes each) is applied by pgsync run
 // --until-caught-up, then by a native subscription that was disabled
-// while it was written; the floor (scripts/discard reading the same
+// while it was written; the floor (scripts/bench/cmd/discard reading the same
 // backlog, and the server's decoding alone) is measured on it too. Writes
-// OUT/catchup.json with the steps' files beside it.
+// OUT/catchup.json and catchup-applying.csv (the run's progress lines);
+// the steps' logs go to the run's log directory.
 func catchupMain(ctx context.Context, root string, args []string) error {
 	fs := flag.NewFlagSet("catchup", flag.ContinueOnError)
 	backlog := fs.Int64("backlog", 5000, "transactions in the backlog")
 	rows := fs.Int64("rows", 200000, "rows a table of the dataset")
-	rtt := fs.Int("rtt", -1, "round trip in ms of scripts/latency-proxy in front of the source for every consumer (-1: no proxy)")
+	rtt := fs.Int("rtt", -1, "round trip in ms of scripts/bench/cmd/latency-proxy in front of the source for every consumer (-1: no proxy)")
 	runFlags := fs.String("run-flags", "", "extra flags for pgsync run, separated by spaces")
 	ddl := fs.String("ddl", "", "job.ddl of pgsync's job: stop or capture (default: the key left out, stop)")
 	out := fs.String("out", "", "the results' directory (default bench-results)")
@@ -83,11 +84,12 @@ func catchupMain(ctx context.Context, root string, args []string) error {
 	if *backlog < catchupClients || *rows < 1000 {
 		return fmt.Errorf("catchup: -backlog must be at least %d and -rows at least 1000", catchupClients)
 	}
-	b, dir, stop, err := setupIn(ctx, root, *out)
+	b, resDir, stop, err := setupIn(ctx, root, *out)
 	if err != nil {
 		return err
 	}
 	defer stop()
+	dir := b.logs // the run's logs; its result goes to resDir
 	c := catchupConfig{dir: dir, backlog: *backlog, rows: *rows, rttMS: *rtt, runFlags: strings.Fields(*runFlags), ddl: *ddl}
 	res, err := b.catchup(ctx, c)
 	if err != nil {
@@ -95,7 +97,11 @@ func catchupMain(ctx context.Context, root string, args []string) error {
 	}
 	// The command as it was given: its defaults, not the paths they became.
 	res.Command = command("catchup", args)
-	return writeResult(filepath.Join(dir, "catchup.json"), res)
+	// The progress lines the pages draw, beside the result.
+	if err := b.keepApplying(resDir, "catchup"); err != nil {
+		return err
+	}
+	return writeResult(filepath.Join(resDir, "catchup.json"), res)
 }
 
 // catchup makes one catch-up measurement on the running clusters, its
@@ -161,7 +167,7 @@ func (b *bench) catchup(ctx context.Context, c catchupConfig) (benchres.Catchup,
 	}
 
 	// Four more slots at the same point measure the floor: two are
-	// streamed by a consumer that reads and discards (scripts/discard),
+	// streamed by a consumer that reads and discards (scripts/bench/cmd/discard),
 	// two are decoded inside the server (peek), with and without binary.
 	floorSlots := []string{"decode_probe", "decode_probe2"}
 	if err := runSQL(ctx, sourcePort, catchupDB,
@@ -256,7 +262,7 @@ func (b *bench) catchupBacklog(ctx context.Context, c catchupConfig, res *benchr
 	return walEnd, nil
 }
 
-// catchupFloor streams the backlog from slot through scripts/discard (its
+// catchupFloor streams the backlog from slot through scripts/bench/cmd/discard (its
 // JSON line in catchup-floor-N.json), through the proxy when one runs,
 // and drops the slot: the Nth run of the floor.
 func catchupFloor(ctx context.Context, dir, discard string, via int, slot, walEnd string, n int) (benchres.FloorRun, error) {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -15,8 +16,8 @@ import (
 
 func init() { scenarios["cdc"] = cdcMain }
 
-// The CDC phase's load, as scripts/bench.sh had it: writers, and each
-// transaction's inserts, updates and deletes.
+// The CDC phase's load, as scripts/bench.sh had it before the harness:
+// writers, and each transaction's inserts, updates and deletes.
 const (
 	cdcWriters = 4
 	cdcInserts = 30
@@ -29,9 +30,12 @@ const (
 // TO STDOUT | COPY FROM STDIN pipe and a native subscription's initial
 // copy, then pgsync run while pgbench writers commit for -cdc-seconds, and
 // the drain after they stop. With -rtt, pgsync, native's subscriber and the
-// pipe's reading side reach the source through scripts/latency-proxy with
+// pipe's reading side reach the source through scripts/bench/cmd/latency-proxy with
 // that round trip; the writers do not. Writes OUT/bench-<dataset>.json,
-// with its logs, samples, pgbench script and configuration beside it.
+// with the series and bootstrap figures the pages draw beside it
+// (-bootstrap-rss.csv, -bootstrap.json, -cdc-rss.csv, -cdc-applying.csv);
+// its logs, pgbench script and configuration go to the run's log
+// directory.
 func cdcMain(ctx context.Context, root string, args []string) error {
 	fs := flag.NewFlagSet("cdc", flag.ContinueOnError)
 	dataset := fs.String("dataset", "100MB", "100MB (2 x 400k rows) or 1GB (2 x 4M rows), ~140 bytes of COPY text a row")
@@ -54,11 +58,12 @@ func cdcMain(ctx context.Context, root string, args []string) error {
 		return fmt.Errorf("cdc: -cdc-seconds must be at least 1, not %d", *cdcSeconds)
 	}
 	tag := "bench-" + strings.ToLower(*dataset)
-	b, dir, stop, err := setupIn(ctx, root, *out)
+	b, resDir, stop, err := setupIn(ctx, root, *out)
 	if err != nil {
 		return err
 	}
 	defer stop()
+	dir := b.logs // the run's logs; its result goes to resDir
 	res := benchres.CDC{Command: command("cdc", args), Date: now(), Env: b.env, RowsPerTable: rows}
 	// via is the source's port as the consumers reach it.
 	via := sourcePort
@@ -141,9 +146,14 @@ func cdcMain(ctx context.Context, root string, args []string) error {
 	if res.HashesMatch, err = verify(ctx, b.pgsync, cfg, filepath.Join(dir, tag+"-verify.txt")); err != nil {
 		return err
 	}
+	// What the pages draw of the run, beside the result.
+	if err := errors.Join(b.keepSeries(resDir, tag+"-bootstrap"), b.keepBootstrap(resDir, tag+"-bootstrap"),
+		b.keepSeries(resDir, tag+"-cdc"), b.keepApplying(resDir, tag+"-cdc")); err != nil {
+		return err
+	}
 	fmt.Fprintf(os.Stderr, "harness: cdc: bootstrap %.2f s, native %.2f s, pipe %.2f s; %d txns applied, drain %.2f s, identical %v\n",
 		res.Snapshot.PgsyncSeconds, res.Snapshot.NativeSeconds, res.Snapshot.PipeSeconds, res.CDC.TxnApplied, res.CDC.DrainSeconds, res.HashesMatch)
-	return writeResult(filepath.Join(dir, tag+".json"), res)
+	return writeResult(filepath.Join(resDir, tag+".json"), res)
 }
 
 // cdcBootstrap times pgsync bootstrap of the job in cfg, sampled into

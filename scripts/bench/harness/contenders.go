@@ -7,12 +7,15 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"sync"
 	"time"
 
 	"github.com/pgsync/pgsync/scripts/bench/benchres"
+	"github.com/pgsync/pgsync/scripts/bench/pgsynclog"
 )
 
 // pgsyncMove is pgsync: bootstrap, then run, then cutover --lock-source.
@@ -99,17 +102,30 @@ func (p *pgsyncMove) cutover(ctx context.Context) (time.Time, error) {
 	if err := proc.wait(ctx, 10*time.Minute); err != nil {
 		return time.Time{}, fmt.Errorf("pgsync cutover: %w (see %s)", err, filepath.Join(p.dir, "cutover.log"))
 	}
-	data, err := os.ReadFile(report)
+	r, err := readCutover(report)
+	return r.ReadyAt, err
+}
+
+// cutoverReport is what the harness reads of pgsync cutover --json.
+type cutoverReport struct {
+	ReadyAt         time.Time `json:"ready_at"` // the target reported ready for writes
+	WriteGapSeconds float64   `json:"write_gap_seconds"`
+	VerifySeconds   float64   `json:"verify_seconds"` // the compare after ready
+	Identical       bool      `json:"identical"`
+}
+
+// readCutover reads cutover's report at path; one without ready_at is an
+// error.
+func readCutover(path string) (cutoverReport, error) {
+	var r cutoverReport
+	data, err := os.ReadFile(path)
 	if err != nil {
-		return time.Time{}, err
-	}
-	var r struct {
-		ReadyAt time.Time `json:"ready_at"`
+		return r, err
 	}
 	if err := json.Unmarshal(data, &r); err != nil || r.ReadyAt.IsZero() {
-		return time.Time{}, fmt.Errorf("pgsync cutover's report %s has no ready_at (%v)", report, err)
+		return r, fmt.Errorf("pgsync cutover's report %s has no ready_at (%v)", path, err)
 	}
-	return r.ReadyAt, nil
+	return r, nil
 }
 
 func (p *pgsyncMove) end(context.Context) error {
@@ -192,7 +208,7 @@ func logTimes(path string) (loggedTimes, error) {
 
 // parseLogLine takes the time and the message of one slog text line.
 func parseLogLine(line string) (time.Time, string, bool) {
-	kv := parseLogfmt(line)
+	kv := pgsynclog.Fields(line)
 	msg, hasMsg := kv["msg"]
 	t, err := time.Parse(time.RFC3339Nano, kv["time"])
 	return t, msg, hasMsg && err == nil
@@ -304,4 +320,26 @@ func (c *pgcopydbMove) end(context.Context) error {
 	}
 	c.proc.stop(30 * time.Second)
 	return os.RemoveAll(filepath.Join(c.dir, "work"))
+}
+
+// pgcopydbVersionRE finds the version in pgcopydb --version's output,
+// whose first line is a log line naming it too.
+var pgcopydbVersionRE = regexp.MustCompile(`pgcopydb version (\S+)`)
+
+// pgcopydbVersion is the version pgcopydb --version names.
+func pgcopydbVersion(ctx context.Context) (string, error) {
+	out, err := exec.CommandContext(ctx, "pgcopydb", "--version").CombinedOutput()
+	if err != nil {
+		return "", fmt.Errorf("pgcopydb --version: %w", err)
+	}
+	return parsePgcopydbVersion(string(out))
+}
+
+// parsePgcopydbVersion is the version in pgcopydb --version's output.
+func parsePgcopydbVersion(out string) (string, error) {
+	m := pgcopydbVersionRE.FindStringSubmatch(out)
+	if m == nil {
+		return "", fmt.Errorf("pgcopydb --version names no version: %q", out)
+	}
+	return m[1], nil
 }

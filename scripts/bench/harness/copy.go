@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -22,8 +23,9 @@ func init() { scenarios["copy"] = copyMain }
 // native subscription (one table sync worker per table). It records the
 // time, pgsync's RSS and CPU, and the CPU seconds of each server's
 // processes that ended with the copy. Writes OUT/copy.json, with
-// copy-N-bootstrap.log, copy-N-bootstrap-rss.csv, copy-N-verify.txt and
-// copy-N.toml beside it.
+// copy-N-bootstrap-rss.csv and copy-N-bootstrap.json (its key builds)
+// beside it; copy-N-bootstrap.log, copy-N-verify.txt and copy-N.toml go
+// to the run's log directory.
 func copyMain(ctx context.Context, root string, args []string) error {
 	fs := flag.NewFlagSet("copy", flag.ContinueOnError)
 	rows := fs.Int64("rows", 8000000, "rows copied (about 123 bytes of COPY text a row)")
@@ -46,11 +48,12 @@ func copyMain(ctx context.Context, root string, args []string) error {
 	default:
 		return fmt.Errorf("copy: -tables must be 1 or 2, not %d", *tables)
 	}
-	b, dir, stop, err := setupIn(ctx, root, *out)
+	b, resDir, stop, err := setupIn(ctx, root, *out)
 	if err != nil {
 		return err
 	}
 	defer stop()
+	dir := b.logs // the run's logs; its result goes to resDir
 
 	// Checkpoints forced by WAL volume would land in one contender's run
 	// and not another's: both clusters get room for the whole copy. The
@@ -98,6 +101,11 @@ func copyMain(ctx context.Context, root string, args []string) error {
 		if err != nil {
 			return fmt.Errorf("copy, %d stream(s): %w", n, err)
 		}
+		// What the pages draw of the run, beside the result.
+		name := fmt.Sprintf("copy-%d-bootstrap", n)
+		if err := errors.Join(b.keepSeries(resDir, name), b.keepBootstrap(resDir, name)); err != nil {
+			return err
+		}
 		res.Pgsync = append(res.Pgsync, run)
 	}
 
@@ -136,7 +144,7 @@ func copyMain(ctx context.Context, root string, args []string) error {
 			return err
 		}
 	}
-	return writeResult(filepath.Join(dir, "copy.json"), res)
+	return writeResult(filepath.Join(resDir, "copy.json"), res)
 }
 
 // parseStreams reads -streams: numbers of streams, comma-separated.

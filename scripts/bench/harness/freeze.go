@@ -24,9 +24,9 @@ func init() { scenarios["freeze"] = freezeMain }
 //
 // Each load's seconds too: FREEZE may cost the load what it saves the
 // vacuum. A CHECKPOINT comes before each vacuum, as the first autovacuum
-// of a moved database usually runs after one. Writes OUT/freeze.json,
-// with freeze.toml, freeze-bootstrap.log and freeze-teardown.log beside
-// it.
+// of a moved database usually runs after one. Writes OUT/freeze.json;
+// freeze.toml, freeze-bootstrap.log and freeze-teardown.log go to the
+// run's log directory.
 func freezeMain(ctx context.Context, root string, args []string) error {
 	fs := flag.NewFlagSet("freeze", flag.ContinueOnError)
 	rows := fs.Int64("rows", 4000000, "rows in each of the two tables (4,000,000: the 1 GB dataset)")
@@ -34,11 +34,12 @@ func freezeMain(ctx context.Context, root string, args []string) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	b, dir, stop, err := setupIn(ctx, root, *out)
+	b, resDir, stop, err := setupIn(ctx, root, *out)
 	if err != nil {
 		return err
 	}
 	defer stop()
+	dir := b.logs // the run's logs; its result goes to resDir
 
 	const db = "freeze_source" // FREEZE is a keyword: no database is named so
 	say("freeze", "dataset of %d rows a table", *rows)
@@ -104,7 +105,7 @@ func freezeMain(ctx context.Context, root string, args []string) error {
 		run.Who, run.LoadSeconds = who, round2(load)
 		res.Runs = append(res.Runs, freezeReport(run))
 	}
-	return writeResult(filepath.Join(dir, "freeze.json"), res)
+	return writeResult(filepath.Join(resDir, "freeze.json"), res)
 }
 
 // freezeReport logs a load's figures and returns it.

@@ -78,14 +78,14 @@ func TestLastCommit(t *testing.T) {
 	}
 	write("pgbench.123", "0 1 2500 0 1764800000 100\n1 1 2400 0 1764800001 250000\n")
 	write("pgbench.123.1", "2 1 2300 0 1764800001 900000\n")
-	last, err := lastCommit(dir)
+	last, txns, err := pgbenchTxns(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := time.Unix(1764800001, 900000*1000); !last.Equal(want) {
-		t.Fatalf("last commit %v, want %v", last, want)
+	if want := time.Unix(1764800001, 900000*1000); !last.Equal(want) || txns != 3 {
+		t.Fatalf("last commit %v of %d, want %v of 3", last, txns, want)
 	}
-	if _, err := lastCommit(t.TempDir()); err == nil {
+	if _, _, err := pgbenchTxns(t.TempDir()); err == nil {
 		t.Fatal("no logs gave no error")
 	}
 }

@@ -17,12 +17,12 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/pgsync/pgsync/scripts/bench/pgsynclog"
 )
 
 // What the scenarios beside the whole move share: their dataset, pgsync's
 // configuration, a sampled run of a program, server CPU, pgsync's log
-// fields and the result files. It is the Go form of scripts/bench-lib.sh,
-// which the bash scripts that are not scenarios still use.
+// fields and the result files.
 
 // tablesDDL is the benchmark dataset's two tables, of about 140 bytes of
 // COPY text a row.
@@ -417,36 +417,11 @@ func allLogFields(path, msg string) ([]map[string]string, error) {
 	s := bufio.NewScanner(f)
 	s.Buffer(make([]byte, 1<<20), 1<<20)
 	for s.Scan() {
-		if kv := parseLogfmt(s.Text()); kv["msg"] == msg {
+		if kv := pgsynclog.Fields(s.Text()); kv["msg"] == msg {
 			out = append(out, kv)
 		}
 	}
 	return out, s.Err()
-}
-
-// parseLogfmt splits one slog text line into its keys and values,
-// unquoting quoted values.
-func parseLogfmt(line string) map[string]string {
-	kv := make(map[string]string)
-	for rest := strings.TrimSpace(line); rest != ""; rest = strings.TrimLeft(rest, " ") {
-		key, after, ok := strings.Cut(rest, "=")
-		if !ok || strings.Contains(key, " ") {
-			break
-		}
-		var val string
-		if strings.HasPrefix(after, `"`) {
-			q, err := strconv.QuotedPrefix(after)
-			if err != nil {
-				break
-			}
-			val, _ = strconv.Unquote(q)
-			rest = after[len(q):]
-		} else {
-			val, rest, _ = strings.Cut(after, " ")
-		}
-		kv[key] = val
-	}
-	return kv
 }
 
 // logNumber is key's value on the last msg line of a pgsync log, as a
@@ -505,15 +480,53 @@ func reportsDifference(report string) bool {
 
 // pgsyncStep runs one pgsync command to its end, its output in log.
 func pgsyncStep(ctx context.Context, pgsync, log string, limit time.Duration, args ...string) error {
+	_, _, err := pgsyncPeak(ctx, pgsync, log, limit, args...)
+	return err
+}
+
+// pgsyncPeak runs one pgsync command to its end, its output in log, and
+// returns its seconds and its peak RSS in MB (process.peakRSSMB).
+func pgsyncPeak(ctx context.Context, pgsync, log string, limit time.Duration, args ...string) (secs, peakMB float64, err error) {
+	t0 := time.Now()
 	p, err := start(filepath.Dir(log), log, log, pgsyncEnv, pgsync, args...)
 	if err != nil {
-		return err
+		return 0, 0, err
 	}
 	defer p.stop(10 * time.Second)
 	if err := p.wait(ctx, limit); err != nil {
-		return fmt.Errorf("pgsync %s: %w (see %s)", strings.Join(args, " "), err, log)
+		return 0, 0, fmt.Errorf("pgsync %s: %w (see %s)", strings.Join(args, " "), err, log)
 	}
-	return nil
+	secs = time.Since(t0).Seconds()
+	peakMB, err = p.peakRSSMB()
+	return secs, peakMB, err
+}
+
+// keepSeries copies name-rss.csv, samples a page draws, from the run's log
+// directory to dir, beside the result.
+func (b *bench) keepSeries(dir, name string) error {
+	data, err := os.ReadFile(filepath.Join(b.logs, name+"-rss.csv"))
+	if err != nil {
+		return fmt.Errorf("keep %s's samples: %w", name, err)
+	}
+	return os.WriteFile(filepath.Join(dir, name+"-rss.csv"), data, 0o644)
+}
+
+// keepBootstrap writes name.json in dir: the figures the pages take from
+// the bootstrap log name.log of the run's log directory
+// (pgsynclog.Bootstrap).
+func (b *bench) keepBootstrap(dir, name string) error {
+	boot, err := pgsynclog.Bootstrap(filepath.Join(b.logs, name+".log"))
+	if err != nil {
+		return err
+	}
+	return writeResult(filepath.Join(dir, name+".json"), boot)
+}
+
+// keepApplying writes prefix-applying.csv in dir: the progress lines of
+// the run log prefix-pgsync.log of the run's log directory, which the
+// pages draw.
+func (b *bench) keepApplying(dir, prefix string) error {
+	return pgsynclog.WriteApplying(filepath.Join(b.logs, prefix+"-pgsync.log"), filepath.Join(dir, prefix+"-applying.csv"))
 }
 
 // writeResult writes a scenario's typed result as indented JSON.
@@ -597,7 +610,7 @@ func pgConn(ctx context.Context, port int, db string) (*pgx.Conn, error) {
 	return pgx.Connect(ctx, url(port, db))
 }
 
-// startLatencyProxy puts scripts/latency-proxy, with a round trip of
+// startLatencyProxy puts scripts/bench/cmd/latency-proxy, with a round trip of
 // rttMS milliseconds, in front of the source on sourcePort+100 (its errors
 // in logPath) and returns that port; stop ends it. Consumers reach the
 // source through it; writers do not.

@@ -6,25 +6,6 @@ import (
 	"testing"
 )
 
-func TestParseLogfmt(t *testing.T) {
-	kv := parseLogfmt(`time=2026-12-03T23:45:43.123Z level=INFO msg="table copied" table=public.bench_a parts=13 seconds=8.91 note="a \"quoted\" word"`)
-	want := map[string]string{
-		"time": "2026-12-03T23:45:43.123Z", "level": "INFO", "msg": "table copied",
-		"table": "public.bench_a", "parts": "13", "seconds": "8.91", "note": `a "quoted" word`,
-	}
-	for k, v := range want {
-		if kv[k] != v {
-			t.Errorf("%s = %q, want %q", k, kv[k], v)
-		}
-	}
-	if len(kv) != len(want) {
-		t.Errorf("%d keys, want %d: %v", len(kv), len(want), kv)
-	}
-	if kv := parseLogfmt("panic: not a log line"); len(kv) != 0 {
-		t.Errorf("a line that is not key=value gave %v", kv)
-	}
-}
-
 func TestLogNumber(t *testing.T) {
 	log := filepath.Join(t.TempDir(), "run.log")
 	text := "time=2026-12-03T23:45:43Z level=INFO msg=stopped txns=10 rows=100 cpu_s=0.50\n" +

@@ -164,12 +164,8 @@ func (b *bench) installPgcopydb(ctx context.Context) error {
 // no key), a table of TOASTed documents (about 2.7 kB a row, scale*1000
 // rows) and the heartbeat; and the application's role on both clusters.
 func (b *bench) moveDataset(ctx context.Context, scale int, res *benchres.Move) error {
-	for _, port := range []int{sourcePort, targetPort} {
-		if err := runSQL(ctx, port, "postgres",
-			`DO $$BEGIN IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = '`+appRole+`') THEN CREATE ROLE `+appRole+` LOGIN; END IF; END$$`,
-			`ALTER ROLE `+appRole+` RESET ALL`); err != nil {
-			return err
-		}
+	if err := createAppRole(ctx); err != nil {
+		return err
 	}
 	if err := b.resetMove(ctx); err != nil {
 		return err
@@ -177,18 +173,13 @@ func (b *bench) moveDataset(ctx context.Context, scale int, res *benchres.Move) 
 	if err := runSQL(ctx, sourcePort, "postgres", "DROP DATABASE IF EXISTS "+moveDB+" WITH (FORCE)", "CREATE DATABASE "+moveDB); err != nil {
 		return err
 	}
-	fmt.Fprintf(os.Stderr, "harness: move: pgbench -i -s %d --foreign-keys\n", scale)
-	if err := b.run(ctx, 20*time.Minute, nil, filepath.Join(b.bindir, "pgbench"), "-i", "-q", "-s", strconv.Itoa(scale),
-		"--foreign-keys", "-h", "127.0.0.1", "-p", strconv.Itoa(sourcePort), "-U", "postgres", moveDB); err != nil {
+	err := b.appDataset(ctx, moveDB, scale,
+		"CREATE TABLE move_heartbeat (id int PRIMARY KEY, at timestamptz NOT NULL)",
+		"INSERT INTO move_heartbeat VALUES (1, clock_timestamp())")
+	if err != nil {
 		return err
 	}
-	err := runSQL(ctx, sourcePort, moveDB,
-		"ALTER TABLE pgbench_history REPLICA IDENTITY FULL",
-		"CREATE TABLE documents (id bigint PRIMARY KEY, body text NOT NULL)",
-		fmt.Sprintf("INSERT INTO documents SELECT g, string_agg(md5(g::text || i::text), '') FROM generate_series(1, %d) g, generate_series(1, 85) i GROUP BY g", scale*1000),
-		"CREATE TABLE move_heartbeat (id int PRIMARY KEY, at timestamptz NOT NULL)",
-		"INSERT INTO move_heartbeat VALUES (1, clock_timestamp())",
-		"GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA public TO "+appRole,
+	err = runSQL(ctx, sourcePort, moveDB,
 		// The first run must not pay for the dataset's creation: its
 		// rows are frozen and hinted, its pages written and read once
 		// (at 87deddb pgsync's first run took 29.8 s, its second 18.3 s;
@@ -202,6 +193,39 @@ func (b *bench) moveDataset(ctx context.Context, scale int, res *benchres.Move) 
 	}
 	return query(ctx, sourcePort, moveDB,
 		"SELECT pg_database_size(current_database()), pg_total_relation_size('documents')", &res.DatabaseBytes, &res.DocumentsBytes)
+}
+
+// createAppRole creates the application's role on both clusters, if
+// missing, and lifts the lock a cutover left on it.
+func createAppRole(ctx context.Context) error {
+	for _, port := range []int{sourcePort, targetPort} {
+		if err := runSQL(ctx, port, "postgres",
+			`DO $$BEGIN IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = '`+appRole+`') THEN CREATE ROLE `+appRole+` LOGIN; END IF; END$$`,
+			`ALTER ROLE `+appRole+` RESET ALL`); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// appDataset fills the source's empty database db with the application
+// the move and the cutover gap are measured under: pgbench's tables at
+// scale with their foreign keys, pgbench_history under REPLICA IDENTITY
+// FULL (it has no key) and a table of TOASTed documents (about 2.7 kB a
+// row, scale*1000 rows), then the statements extra, then grants every
+// table to the application's role.
+func (b *bench) appDataset(ctx context.Context, db string, scale int, extra ...string) error {
+	say("dataset", "pgbench -i -s %d --foreign-keys into %s", scale, db)
+	if err := b.run(ctx, 20*time.Minute, nil, filepath.Join(b.bindir, "pgbench"), "-i", "-q", "-s", strconv.Itoa(scale),
+		"--foreign-keys", "-h", "127.0.0.1", "-p", strconv.Itoa(sourcePort), "-U", "postgres", db); err != nil {
+		return err
+	}
+	statements := append([]string{
+		"ALTER TABLE pgbench_history REPLICA IDENTITY FULL",
+		"CREATE TABLE documents (id bigint PRIMARY KEY, body text NOT NULL)",
+		fmt.Sprintf("INSERT INTO documents SELECT g, string_agg(md5(g::text || i::text), '') FROM generate_series(1, %d) g, generate_series(1, 85) i GROUP BY g", scale*1000),
+	}, extra...)
+	return runSQL(ctx, sourcePort, db, append(statements, "GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA public TO "+appRole)...)
 }
 
 // resetMove removes what a contender left: the source's slots,
@@ -293,10 +317,11 @@ type sampled struct {
 	toolCPU, sourceCPU, targetCPU float64
 }
 
-// moveOnce runs one contender once.
+// moveOnce runs one contender once, its logs in NAME-RUN of the run's log
+// directory.
 func (b *bench) moveOnce(ctx context.Context, c moveConfig, name string, run int) (benchres.MoveRun, error) {
 	r := benchres.MoveRun{Contender: name, Run: run, SampleSeconds: sampleEvery.Seconds()}
-	dir := filepath.Join(c.out, fmt.Sprintf("%s-%d", name, run))
+	dir := filepath.Join(b.logs, fmt.Sprintf("%s-%d", name, run))
 	if err := os.RemoveAll(dir); err != nil {
 		return r, err
 	}
@@ -385,7 +410,7 @@ func (b *bench) moveOnce(ctx context.Context, c moveConfig, name string, run int
 		if err := app.wait(ctx, 60*time.Second); err != nil && !strings.Contains(err.Error(), "exit status") {
 			return r, fmt.Errorf("pgbench after cutover: %w", err)
 		}
-		last, err := lastCommit(dir)
+		last, _, err := pgbenchTxns(dir)
 		if err != nil {
 			return r, err
 		}
@@ -422,15 +447,16 @@ func (b *bench) moveOnce(ctx context.Context, c moveConfig, name string, run int
 
 func ptr(f float64) *float64 { return &f }
 
-// lastCommit is the end of the last transaction pgbench logged (-l: the
-// fifth and sixth fields are its epoch seconds and microseconds).
-func lastCommit(dir string) (time.Time, error) {
+// pgbenchTxns reads the per-transaction logs pgbench wrote in dir (-l
+// --log-prefix=pgbench, one file a thread): the end of the last
+// transaction (the fifth and sixth fields are its epoch seconds and
+// microseconds) and how many there were.
+func pgbenchTxns(dir string) (last time.Time, txns int64, err error) {
 	logs, _ := filepath.Glob(filepath.Join(dir, "pgbench.[0-9]*"))
-	var last time.Time
 	for _, path := range logs {
 		f, err := os.Open(path)
 		if err != nil {
-			return last, err
+			return last, 0, err
 		}
 		s := bufio.NewScanner(f)
 		for s.Scan() {
@@ -443,6 +469,7 @@ func lastCommit(dir string) (time.Time, error) {
 			if err1 != nil || err2 != nil {
 				continue
 			}
+			txns++
 			if t := time.Unix(sec, usec*1000); t.After(last) {
 				last = t
 			}
@@ -450,9 +477,9 @@ func lastCommit(dir string) (time.Time, error) {
 		f.Close()
 	}
 	if last.IsZero() {
-		return last, fmt.Errorf("no transaction in pgbench's logs under %s", dir)
+		return last, 0, fmt.Errorf("no transaction in pgbench's logs under %s", dir)
 	}
-	return last, nil
+	return last, txns, nil
 }
 
 // heartbeat updates the source's heartbeat row every heartbeatTick.

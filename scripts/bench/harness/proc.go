@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -9,6 +8,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 )
@@ -30,7 +30,7 @@ func readStat(pid int) (procStat, error) {
 	}
 	// The command name is in parentheses and may hold spaces: the fields
 	// counted here start after its closing one.
-	i := bytes.LastIndexByte(b, ')')
+	i := strings.LastIndexByte(string(b), ')')
 	if i < 0 {
 		return procStat{}, fmt.Errorf("/proc/%d/stat: no command name", pid)
 	}
@@ -145,11 +145,12 @@ func postmasterPID(dataDir string) (int, error) {
 // process is a program the harness started and will end: its output goes
 // to a log file.
 type process struct {
-	name string
-	what string // its command line, for the harness's waiting lines
-	cmd  *exec.Cmd
-	done chan struct{}
-	err  error // after done
+	name  string
+	what  string // its command line, for the harness's waiting lines
+	cmd   *exec.Cmd
+	done  chan struct{}
+	ended atomic.Bool // set before done is closed
+	err   error       // once ended
 }
 
 // start starts name with args, in dir, with env added, its stdout in
@@ -188,6 +189,7 @@ func start(dir, outPath, errPath string, env []string, name string, args ...stri
 	go func() {
 		p.err = cmd.Wait()
 		closeLogs()
+		p.ended.Store(true)
 		close(p.done)
 	}()
 	return p, nil
@@ -195,15 +197,22 @@ func start(dir, outPath, errPath string, env []string, name string, args ...stri
 
 func (p *process) pid() int { return p.cmd.Process.Pid }
 
-// exited reports whether the process has ended.
-func (p *process) exited() bool {
-	select {
-	case <-p.done:
-		return true
-	default:
-		return false
+// peakRSSMB is the kernel's peak resident set size of the ended process
+// (its rusage's maxrss, in MB of 2^20 bytes), as /usr/bin/time -v's
+// "Maximum resident set size" gave it: no short spike is missed.
+func (p *process) peakRSSMB() (float64, error) {
+	if !p.exited() {
+		return 0, fmt.Errorf("%s is still running: no peak RSS yet", p.name)
 	}
+	ru, ok := p.cmd.ProcessState.SysUsage().(*syscall.Rusage)
+	if !ok || ru.Maxrss <= 0 {
+		return 0, fmt.Errorf("%s: no peak RSS in its rusage", p.what)
+	}
+	return float64(ru.Maxrss) / 1024, nil
 }
+
+// exited reports whether the process has ended (its err is then set).
+func (p *process) exited() bool { return p.ended.Load() }
 
 // wait waits at most limit for the process to end on its own, and returns
 // its error; one still running then is an error.

@@ -16,7 +16,7 @@ func init() { scenarios["rtt"] = rttMain }
 
 // rttMain is the catch-up with the source far away (issue 18): the
 // catchup scenario's measurement -runs times at each round trip of -rtts,
-// the source behind scripts/latency-proxy for pgsync, native's subscriber
+// the source behind scripts/bench/cmd/latency-proxy for pgsync, native's subscriber
 // and the floor's reader alike. The runs are interleaved (run 1 at every
 // round trip, then run 2...), so that a drift of the machine spreads over
 // all of them. Each run's files, with its catchup.json, are in
@@ -41,11 +41,12 @@ func rttMain(ctx context.Context, root string, args []string) error {
 	if *runs < 1 || *backlog < catchupClients || *rows < 1000 {
 		return fmt.Errorf("rtt: -runs must be at least 1, -backlog at least %d and -rows at least 1000", catchupClients)
 	}
-	b, dir, stop, err := setupIn(ctx, root, *out)
+	b, resDir, stop, err := setupIn(ctx, root, *out)
 	if err != nil {
 		return err
 	}
 	defer stop()
+	dir := b.logs // the run's logs; its result goes to resDir
 
 	// results[i] are the runs at rtts[i], in order.
 	results := make([][]benchres.Catchup, len(rtts))
@@ -53,13 +54,13 @@ func rttMain(ctx context.Context, root string, args []string) error {
 		for i, rtt := range rtts {
 			fmt.Fprintf(os.Stderr, "harness: rtt: %s run %d of %d, round trip %d ms\n",
 				time.Now().UTC().Format(time.TimeOnly), run, *runs, rtt)
-			c := catchupConfig{dir: filepath.Join(dir, "rtt", fmt.Sprintf("%dms-%d", rtt, run)),
-				backlog: *backlog, rows: *rows, rttMS: rtt}
+			name := fmt.Sprintf("%dms-%d", rtt, run)
+			c := catchupConfig{dir: filepath.Join(dir, "rtt", name), backlog: *backlog, rows: *rows, rttMS: rtt}
 			res, err := b.catchup(ctx, c)
 			if err != nil {
 				return fmt.Errorf("rtt: run %d at %d ms: %w", run, rtt, err)
 			}
-			if err := writeResult(filepath.Join(c.dir, "catchup.json"), res); err != nil {
+			if err := writeResult(filepath.Join(resDir, "rtt", name, "catchup.json"), res); err != nil {
 				return err
 			}
 			results[i] = append(results[i], res)
@@ -73,7 +74,7 @@ func rttMain(ctx context.Context, root string, args []string) error {
 		fmt.Fprintf(os.Stderr, "harness: rtt: %g ms: pgsync %v s, native %v s, floor %v s, identical %v\n",
 			r.RTTms, r.PgsyncSeconds, r.NativeSeconds, r.FloorSeconds, r.HashesMatch)
 	}
-	return writeResult(filepath.Join(dir, "rtt.json"), summary)
+	return writeResult(filepath.Join(resDir, "rtt.json"), summary)
 }
 
 // parseRTTs reads -rtts: whole milliseconds, comma-separated.

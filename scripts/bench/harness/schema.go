@@ -5,9 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"time"
 
@@ -28,9 +26,9 @@ func init() { scenarios["schema"] = schemaMain }
 //	(c) pgcopydb clone --table-jobs 2 --index-jobs 2
 //	    --split-tables-larger-than 64MB (Debian's, installed when missing).
 //
-// Writes OUT/schema.json, with schema-DS-a.log, schema-DS-b.log (the
+// Writes OUT/schema.json; schema-DS-a.log, schema-DS-b.log (the
 // bootstraps' logs), schema-DS-c.log (pgcopydb's) and the verify reports
-// and teardown logs of (a) and (b) beside it.
+// and teardown logs of (a) and (b) go to the run's log directory.
 func schemaMain(ctx context.Context, root string, args []string) error {
 	fs := flag.NewFlagSet("schema", flag.ContinueOnError)
 	rows := fs.Int64("rows", 8000000, "rows of each dataset, over all its tables")
@@ -43,11 +41,12 @@ func schemaMain(ctx context.Context, root string, args []string) error {
 	if err != nil {
 		return err
 	}
-	b, dir, stop, err := setupIn(ctx, root, *out)
+	b, resDir, stop, err := setupIn(ctx, root, *out)
 	if err != nil {
 		return err
 	}
 	defer stop()
+	dir := b.logs // the run's logs; its result goes to resDir
 	if err := b.installPgcopydb(ctx); err != nil {
 		return err
 	}
@@ -86,34 +85,12 @@ func schemaMain(ctx context.Context, root string, args []string) error {
 		}
 		res.Datasets = append(res.Datasets, r)
 	}
-	return writeResult(filepath.Join(dir, "schema.json"), res)
+	return writeResult(filepath.Join(resDir, "schema.json"), res)
 }
 
 // parseDatasets reads -datasets: 1 and 2, comma-separated.
 func parseDatasets(s string) ([]int, error) {
 	return intList("schema: -datasets", s, "1 or 2", func(n int) bool { return n == 1 || n == 2 })
-}
-
-// pgcopydbVersionRE finds the version in pgcopydb --version's output,
-// whose first line is a log line naming it too.
-var pgcopydbVersionRE = regexp.MustCompile(`pgcopydb version (\S+)`)
-
-// pgcopydbVersion is the version pgcopydb --version names.
-func pgcopydbVersion(ctx context.Context) (string, error) {
-	out, err := exec.CommandContext(ctx, "pgcopydb", "--version").CombinedOutput()
-	if err != nil {
-		return "", fmt.Errorf("pgcopydb --version: %w", err)
-	}
-	return parsePgcopydbVersion(string(out))
-}
-
-// parsePgcopydbVersion is the version in pgcopydb --version's output.
-func parsePgcopydbVersion(out string) (string, error) {
-	m := pgcopydbVersionRE.FindStringSubmatch(out)
-	if m == nil {
-		return "", fmt.Errorf("pgcopydb --version names no version: %q", out)
-	}
-	return m[1], nil
 }
 
 // schemaDataset builds the source database schemasrc of ds tables (rows

@@ -2,7 +2,6 @@ package main
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -17,9 +16,9 @@ import (
 	"github.com/pgsync/pgsync/scripts/bench/benchres"
 )
 
-// The bench clusters: the directory and ports every bench driver uses
-// (scripts/bench-lib.sh), apart from the integration tests' clusters. The
-// same variables as bench-lib.sh's move them elsewhere, so that two
+// The bench clusters: the directory and ports every scenario uses, apart
+// from the integration tests' and the reliability drills' clusters.
+// scripts/local-pg.sh's variables move them elsewhere, so that two
 // harnesses can run side by side (setup reads them).
 var (
 	benchPGDir = "/tmp/pgsync-bench-pg"
@@ -54,20 +53,24 @@ type bench struct {
 	bindir  string // PostgreSQL's programs
 	pgsync  string // the pgsync binary just built
 	results string // bench-results/
-	env     benchres.Environment
+	// logs is the run's log directory (-logs): every log, configuration,
+	// script and report a scenario's programs write, kept out of
+	// bench-results/, which holds the typed results and the series the
+	// pages draw (issue 33).
+	logs string
+	env  benchres.Environment
 }
 
-// setup installs PostgreSQL when missing, builds pgsync and starts the
-// clusters. The returned stop ends the clusters; call it whatever happens.
+// setup installs PostgreSQL when missing, builds pgsync, makes the log
+// directory (logsDir) and starts the clusters. The returned stop ends the
+// clusters; call it whatever happens.
 func setup(ctx context.Context, root string) (b *bench, stop func(), err error) {
 	if err := clustersFromEnv(); err != nil {
 		return nil, nil, err
 	}
-	root, err = filepath.Abs(root)
-	if err != nil {
+	if b, err = newBench(root); err != nil {
 		return nil, nil, err
 	}
-	b = &bench{root: root, pgsync: filepath.Join(root, "bin", "pgsync"), results: filepath.Join(root, "bench-results")}
 	if err := b.run(ctx, 10*time.Minute, nil, "bash", "scripts/install-pg.sh"); err != nil {
 		return nil, nil, err
 	}
@@ -104,26 +107,49 @@ func setup(ctx context.Context, root string) (b *bench, stop func(), err error) 
 	return b, stop, nil
 }
 
-// setupIn is setup for a scenario that writes its files in out (default
-// bench-results/), made if missing.
+// newBench is a bench of the repository at root with its log directory
+// made, for a scenario that needs neither clusters nor a build (setup
+// does the rest).
+func newBench(root string) (*bench, error) {
+	root, err := filepath.Abs(root)
+	if err != nil {
+		return nil, err
+	}
+	b := &bench{root: root, pgsync: filepath.Join(root, "bin", "pgsync"), results: filepath.Join(root, "bench-results")}
+	// Absolute: the programs the harness starts run in it.
+	if b.logs, err = filepath.Abs(logsDir); err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(b.logs, 0o755); err != nil {
+		return nil, fmt.Errorf("the log directory: %w", err)
+	}
+	return b, nil
+}
+
+// setupIn is setup for a scenario that writes its result in out (default
+// bench-results/), made if missing and returned absolute; its logs go to
+// b.logs.
 func setupIn(ctx context.Context, root, out string) (b *bench, dir string, stop func(), err error) {
 	if b, stop, err = setup(ctx, root); err != nil {
 		return nil, "", nil, err
 	}
-	dir = out
-	if dir == "" {
-		dir = b.results
-	}
-	// Absolute: the programs the harness starts run in it.
-	if dir, err = filepath.Abs(dir); err != nil {
-		stop()
-		return nil, "", nil, err
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if dir, err = b.resultsDir(out); err != nil {
 		stop()
 		return nil, "", nil, err
 	}
 	return b, dir, stop, nil
+}
+
+// resultsDir is out (default bench-results/), absolute and made.
+func (b *bench) resultsDir(out string) (string, error) {
+	if out == "" {
+		out = b.results
+	}
+	dir, err := filepath.Abs(out)
+	if err != nil {
+		return "", err
+	}
+	return dir, os.MkdirAll(dir, 0o755)
 }
 
 // run runs name with args in the repository, with env added to the
@@ -210,8 +236,8 @@ func (b *bench) environmentOf(ctx context.Context, bin string) (benchres.Environ
 		f.Close()
 	}
 	if m, err := os.ReadFile("/proc/meminfo"); err == nil {
-		for _, line := range bytes.Split(m, []byte("\n")) {
-			if f := strings.Fields(string(line)); len(f) >= 2 && f[0] == "MemTotal:" {
+		for _, line := range strings.Split(string(m), "\n") {
+			if f := strings.Fields(line); len(f) >= 2 && f[0] == "MemTotal:" {
 				kb, _ := strconv.ParseFloat(f[1], 64)
 				env.MemoryGiB = int(kb/1048576 + 0.5)
 			}
@@ -223,9 +249,41 @@ func (b *bench) environmentOf(ctx context.Context, bin string) (benchres.Environ
 	return env, nil
 }
 
-// buildTool builds one of scripts/'s Go programs (discard, latency-proxy)
-// into bin/ and returns its path.
+// checkoutAt checks commit out in a worktree of its own under the log
+// directory, to build an earlier pgsync from; remove removes it.
+func (b *bench) checkoutAt(ctx context.Context, commit string) (dir string, remove func(), err error) {
+	dir = filepath.Join(b.logs, "src-"+commit)
+	if err := b.run(ctx, time.Minute, nil, "git", "worktree", "add", "-q", "--detach", dir, commit); err != nil {
+		return "", nil, err
+	}
+	remove = func() {
+		c, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+		defer cancel()
+		if err := b.run(c, time.Minute, nil, "git", "worktree", "remove", "--force", dir); err != nil {
+			fmt.Fprintln(os.Stderr, "harness:", err)
+		}
+	}
+	return dir, remove, nil
+}
+
+// buildAt builds pgsync at commit, its version set to the commit, into
+// the log directory and returns the binary: an earlier build to measure
+// beside this one.
+func (b *bench) buildAt(ctx context.Context, commit string) (string, error) {
+	src, remove, err := b.checkoutAt(ctx, commit)
+	if err != nil {
+		return "", err
+	}
+	defer remove()
+	bin := filepath.Join(b.logs, "pgsync-"+commit)
+	return bin, b.run(ctx, 10*time.Minute, nil, "go", "build", "-C", src, "-trimpath",
+		"-ldflags", "-X github.com/pgsync/pgsync/cmd.Version="+commit, "-o", bin, "./cmd/pgsync")
+}
+
+// buildTool builds one of the bench module's programs
+// (scripts/bench/cmd: discard, latency-proxy, insert-copy-bench) into
+// bin/ and returns its path.
 func (b *bench) buildTool(ctx context.Context, name string) (string, error) {
 	out := filepath.Join(b.root, "bin", name)
-	return out, b.run(ctx, 5*time.Minute, nil, "go", "build", "-trimpath", "-o", out, "./scripts/"+name)
+	return out, b.run(ctx, 5*time.Minute, nil, "go", "build", "-C", "scripts/bench", "-trimpath", "-o", out, "./cmd/"+name)
 }

@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/pgsync/pgsync/scripts/bench/benchres"
@@ -26,9 +25,9 @@ const plantedDifferences = 10
 // bootstrapped (the copy's time from bootstrap's log), then
 // plantedDifferences rows changed on the target; pgsync verify and pgsync
 // verify --rows are timed with their peak RSS. Goal: verify --rows no
-// longer than the copy, in at most 50 MB. Writes OUT/verify-rows.json,
-// with verify-rows.toml, verify-rows-bootstrap.log, verify-rows-verify.out
-// and verify-rows-rows.out beside it.
+// longer than the copy, in at most 50 MB. Writes OUT/verify-rows.json;
+// verify-rows.toml, verify-rows-bootstrap.log, verify-rows-verify.out and
+// verify-rows-rows.out go to the run's log directory.
 func verifyMain(ctx context.Context, root string, args []string) error {
 	fs := flag.NewFlagSet("verify", flag.ContinueOnError)
 	rows := fs.Int64("rows", 10000000, "rows of the table")
@@ -36,11 +35,12 @@ func verifyMain(ctx context.Context, root string, args []string) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	b, dir, stop, err := setupIn(ctx, root, *out)
+	b, resDir, stop, err := setupIn(ctx, root, *out)
 	if err != nil {
 		return err
 	}
 	defer stop()
+	dir := b.logs // the run's logs; its result goes to resDir
 
 	const db = "vrows"
 	if err := freshDB(ctx, db); err != nil {
@@ -107,7 +107,7 @@ FROM generate_series(1, %d) g`, *rows),
 	}
 	say("verify", "verify --rows: %.2f s, peak RSS %.1f MB, %d of %d differences named",
 		res.RowsSeconds, res.RowsRSSPeakMB, res.Named, res.Planted)
-	return writeResult(filepath.Join(dir, "verify-rows.json"), res)
+	return writeResult(filepath.Join(resDir, "verify-rows.json"), res)
 }
 
 // tableCopySeconds is the seconds= of the "table copied" line of table in
@@ -161,11 +161,8 @@ func verifyPeak(ctx context.Context, pgsync, outPath string, args ...string) (fl
 	default:
 		return 0, 0, fmt.Errorf("pgsync %s: %w (see %s)", strings.Join(args, " "), werr, outPath)
 	}
-	ru, ok := p.cmd.ProcessState.SysUsage().(*syscall.Rusage)
-	if !ok || ru.Maxrss <= 0 {
-		return 0, 0, fmt.Errorf("pgsync %s: no peak RSS in its rusage", strings.Join(args, " "))
-	}
-	return secs, ru.Maxrss, nil
+	peak, err := p.peakRSSMB()
+	return secs, int64(peak * 1024), err
 }
 
 // namedDifferences counts the lines of a verify --rows report that name a

@@ -169,11 +169,11 @@ func drawCharts(root, docsDir string, r *Results, p *Page) ([]Chart, error) {
 		pl.X.Label.Text = "seconds since the first progress line"
 		pl.Y.Label.Text = c.ylabel
 		logs := []struct{ name, file string }{
-			{"CDC, 1 GB dataset", "bench-1gb-cdc-pgsync.log"},
-			{"CDC, 100 MB dataset", "bench-100mb-cdc-pgsync.log"},
+			{"CDC, 1 GB dataset", "bench-1gb-cdc-applying.csv"},
+			{"CDC, 100 MB dataset", "bench-100mb-cdc-applying.csv"},
 		}
 		if c.key == "rows_per_s" {
-			logs = append(logs, struct{ name, file string }{"catch-up (" + r.CatchupRuns[0].Name + ")", "catchup-runs/" + r.CatchupRuns[0].Name + "/catchup-pgsync.log"})
+			logs = append(logs, struct{ name, file string }{"catch-up (" + r.CatchupRuns[0].Name + ")", "catchup-runs/" + r.CatchupRuns[0].Name + "/catchup-applying.csv"})
 		}
 		var args []any
 		for _, l := range logs {

@@ -3,6 +3,8 @@ package main
 import (
 	"fmt"
 	"slices"
+
+	"github.com/pgsync/pgsync/scripts/bench/benchres"
 )
 
 // headline builds the headline table: each pgsync figure beside its peer's,
@@ -97,7 +99,7 @@ func headline(r *Results, p *Page) ([]HeadlineRow, error) {
 }
 
 // streamSizes is the transaction sizes of stream.json, smallest first.
-func streamSizes(s Stream) []int64 {
+func streamSizes(s benchres.Stream) []int64 {
 	var out []int64
 	for _, r := range s.Runs {
 		if !slices.Contains(out, r.Rows) {
@@ -109,7 +111,7 @@ func streamSizes(s Stream) []int64 {
 }
 
 // streamPair is pgsync's and native's first run of one size.
-func streamPair(s Stream, rows int64) (pg, nat StreamRun, ok bool) {
+func streamPair(s benchres.Stream, rows int64) (pg, nat benchres.StreamRun, ok bool) {
 	var havePg, haveNat bool
 	for _, r := range s.Runs {
 		if r.Rows != rows {

@@ -28,23 +28,23 @@ type Results struct {
 	CatchupRuns          []Named[benchres.Catchup] // catchup-runs/<n>-pause|nopause
 	Catchup              benchres.Catchup          // the speed issue's run (catchup.json)
 	CatchupProfile       benchres.Catchup
-	Stream               Stream
-	StreamGOGC200        Stream
+	Stream               benchres.Stream
+	StreamGOGC200        benchres.Stream
 	RTT                  benchres.RTT
 	RTTRuns              []Named[benchres.Catchup] // rtt/<rtt>ms-<run>
 	RTTCopy              []Named[benchres.CDC]     // rtt-copy/<rtt>ms
 	Schema               benchres.Schema
 	Freeze               benchres.Freeze
-	CutoverGap           CutoverGap
+	CutoverGap           benchres.CutoverGap
 	VerifyRows           benchres.VerifyRows
-	Scale                Scale
-	PKAfterCopy          PKAfterCopy
+	Scale                benchres.Scale
+	PKAfterCopy          benchres.PKAfterCopy
 	InsertCopy           []InsertCopy
 	RangesRejected       benchres.CDC
 	EarlierCopy          []Named[benchres.Copy] // earlier/copy-<commit>.json
 	EarlierBench         []Named[benchres.CDC]  // earlier/bench-1gb-<commit>.json
-	AutovacuumHold       []AutovacuumRun
-	AutovacuumHold2      []AutovacuumRun
+	AutovacuumHold       []benchres.AutovacuumRun
+	AutovacuumHold2      []benchres.AutovacuumRun
 	Experiments          map[string][]Named[benchres.Catchup] // experiments/<name>/<run>/catchup.json
 }
 
@@ -161,10 +161,10 @@ func load(root string) (*Results, error) {
 	if r.InsertCopy, err = readJSONL[InsertCopy](filepath.Join(l.dir, "insert-copy.jsonl")); err != nil {
 		return nil, err
 	}
-	if r.AutovacuumHold, err = readJSONL[AutovacuumRun](filepath.Join(l.dir, "experiments/autovacuum-hold/runs.jsonl")); err != nil {
+	if r.AutovacuumHold, err = readJSONL[benchres.AutovacuumRun](filepath.Join(l.dir, "experiments/autovacuum-hold/runs.jsonl")); err != nil {
 		return nil, err
 	}
-	if r.AutovacuumHold2, err = readJSONL[AutovacuumRun](filepath.Join(l.dir, "experiments/autovacuum-hold/runs-2-tables.jsonl")); err != nil {
+	if r.AutovacuumHold2, err = readJSONL[benchres.AutovacuumRun](filepath.Join(l.dir, "experiments/autovacuum-hold/runs-2-tables.jsonl")); err != nil {
 		return nil, err
 	}
 	return r, nil

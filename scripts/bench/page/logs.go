@@ -7,14 +7,16 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
-	"time"
+
+	"github.com/pgsync/pgsync/scripts/bench/benchres"
 )
 
 // The inputs that are not JSON: Go's benchmark output, benchstat's and
-// pprof's text, pgsync's slog lines and the RSS samples the scripts take.
+// pprof's text, and the series the harness samples (CSV).
 
 // BenchStat is one Go benchmark over its rounds: the median ns/op and the
 // largest B/op and allocs/op seen.
@@ -115,118 +117,53 @@ func headLines(path string, n int) (string, error) {
 	return strings.Join(out, "\n"), nil
 }
 
-// slogLine is one line of pgsync's text log: its time, message and
-// attributes.
-type slogLine struct {
-	Time  time.Time
-	Msg   string
-	Attrs map[string]string
-}
-
-var slogAttr = regexp.MustCompile(`(\w+)=("(?:[^"\\]|\\.)*"|\S+)`)
-
-func parseSlog(line string) (slogLine, bool) {
-	var s slogLine
-	s.Attrs = map[string]string{}
-	for _, m := range slogAttr.FindAllStringSubmatch(line, -1) {
-		v := m[2]
-		if uq, err := strconv.Unquote(v); err == nil {
-			v = uq
-		}
-		switch m[1] {
-		case "time":
-			t, err := time.Parse(time.RFC3339Nano, v)
-			if err != nil {
-				return s, false
-			}
-			s.Time = t
-		case "msg":
-			s.Msg = v
-		default:
-			s.Attrs[m[1]] = v
-		}
-	}
-	return s, s.Msg != "" && !s.Time.IsZero()
-}
-
-func readSlog(path string) ([]slogLine, error) {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil, err
-	}
-	var out []slogLine
-	for _, l := range strings.Split(string(data), "\n") {
-		if s, ok := parseSlog(l); ok {
-			out = append(out, s)
-		}
-	}
-	return out, nil
-}
-
 // keyBuilds is the seconds of each primary key a bootstrap built after its
-// copy, in the order of its log.
+// copy: the harness's <name>-bootstrap.json, taken from its log.
 func keyBuilds(path string) ([]float64, error) {
-	lines, err := readSlog(path)
-	if err != nil {
+	var b benchres.Bootstrap
+	if err := readJSON(path, &b); err != nil {
 		return nil, err
 	}
-	var out []float64
-	for _, s := range lines {
-		if s.Msg == "created" && isPrimaryKey(s.Attrs["object"]) {
-			v, err := strconv.ParseFloat(s.Attrs["seconds"], 64)
-			if err != nil {
-				return nil, fmt.Errorf("%s: seconds of %q: %w", path, s.Attrs["object"], err)
-			}
-			out = append(out, v)
-		}
-	}
-	if len(out) == 0 {
+	if len(b.KeyBuildSeconds) == 0 {
 		return nil, fmt.Errorf("%s: no primary key built", path)
 	}
-	return out, nil
-}
-
-// isPrimaryKey says whether a "created" line's object is a primary key:
-// the built-in creator names it so, and pg_dump's post-data entry as the
-// constraint it is, which the bench tables name <table>_pkey.
-func isPrimaryKey(object string) bool {
-	return strings.HasPrefix(object, "primary key ") ||
-		strings.HasPrefix(object, "constraint ") && strings.HasSuffix(object, "_pkey")
+	return b.KeyBuildSeconds, nil
 }
 
 // bootParts is pg_dump's seconds and the seconds from "slot created" to
-// "bootstrap done" in a bootstrap log.
+// "bootstrap done" of a bootstrap (<name>-bootstrap.json).
 func bootParts(path string) (dump, slotToDone float64, err error) {
-	lines, err := readSlog(path)
-	if err != nil {
+	var b benchres.Bootstrap
+	if err := readJSON(path, &b); err != nil {
 		return 0, 0, err
 	}
-	var slot, done time.Time
-	haveDump := false
-	for _, s := range lines {
-		switch s.Msg {
-		case "schema read with pg_dump":
-			dump, err = strconv.ParseFloat(s.Attrs["seconds"], 64)
-			haveDump = err == nil
-		case "slot created":
-			slot = s.Time
-		case "bootstrap done":
-			done = s.Time
-		}
+	if b.PgDumpSeconds == nil || b.SlotToDoneSeconds == nil {
+		return 0, 0, fmt.Errorf("%s: no pg_dump or slot-to-done seconds", path)
 	}
-	if !haveDump || slot.IsZero() || done.IsZero() {
-		return 0, 0, fmt.Errorf("%s: no pg_dump, slot created or bootstrap done line", path)
-	}
-	return dump, done.Sub(slot).Seconds(), nil
+	return *b.PgDumpSeconds, *b.SlotToDoneSeconds, nil
 }
 
 // XY is one sample of a series over time: seconds since its first sample.
 type XY struct{ X, Y float64 }
 
-// rssSeries reads the scripts' RSS samples (unix_s,rss_kb,cpu_pct) as MB
+// rssSeries reads the harness's RSS samples (unix_s,rss_kb,cpu_pct) as MB
 // over seconds since the first sample; a sample of under 1 MB is the
 // process not yet started.
 func rssSeries(path string) ([]XY, error) {
+	return csvSeries(path, "rss_kb", 1024, 1024)
+}
+
+// applySeries reads the series of a run's progress lines
+// (<name>-applying.csv: unix_s,rows_per_s,lag_bytes) for one column, over
+// seconds since the first line.
+func applySeries(path, column string) ([]XY, error) {
+	return csvSeries(path, column, 1, 0)
+}
+
+// csvSeries reads one column of a CSV whose first column is unix_s as Y
+// (divided by scale) over seconds since the first row kept; a row whose
+// value is empty or under least is passed over.
+func csvSeries(path, column string, scale, least float64) ([]XY, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
@@ -236,50 +173,28 @@ func rssSeries(path string) ([]XY, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
+	if len(rows) == 0 {
+		return nil, fmt.Errorf("%s: empty", path)
+	}
+	col := slices.Index(rows[0], column)
+	if col < 1 {
+		return nil, fmt.Errorf("%s: no %s column after unix_s", path, column)
+	}
 	var out []XY
 	t0 := -1.0
 	for _, r := range rows[1:] {
 		t, err1 := strconv.ParseFloat(r[0], 64)
-		kb, err2 := strconv.ParseFloat(r[1], 64)
-		if err1 != nil || err2 != nil || kb < 1024 {
+		v, err2 := strconv.ParseFloat(r[col], 64)
+		if err1 != nil || err2 != nil || v < least {
 			continue
 		}
 		if t0 < 0 {
 			t0 = t
 		}
-		out = append(out, XY{t - t0, kb / 1024})
+		out = append(out, XY{t - t0, v / scale})
 	}
 	if len(out) == 0 {
-		return nil, fmt.Errorf("%s: no RSS samples", path)
-	}
-	return out, nil
-}
-
-// applySeries reads a run log's "applying" lines (one a second): the
-// attribute key (rows_per_s, lag_bytes) over seconds since the first.
-func applySeries(path, key string) ([]XY, error) {
-	lines, err := readSlog(path)
-	if err != nil {
-		return nil, err
-	}
-	var out []XY
-	var t0 time.Time
-	for _, s := range lines {
-		v, ok := s.Attrs[key]
-		if s.Msg != "applying" || !ok {
-			continue
-		}
-		y, err := strconv.ParseFloat(v, 64)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %s=%q: %w", path, key, v, err)
-		}
-		if t0.IsZero() {
-			t0 = s.Time
-		}
-		out = append(out, XY{s.Time.Sub(t0).Seconds(), y})
-	}
-	if len(out) == 0 {
-		return nil, fmt.Errorf("%s: no applying lines with %s", path, key)
+		return nil, fmt.Errorf("%s: no %s samples", path, column)
 	}
 	return out, nil
 }

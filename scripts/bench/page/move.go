@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 
@@ -296,7 +297,7 @@ func (s MoveSummary) bound(cores int) string {
 	if len(s.Phases) == 0 {
 		return ""
 	}
-	longest := slices.MaxFunc(s.Phases, func(a, b MovePhase) int { return cmpFloat(a.Value, b.Value) })
+	longest := slices.MaxFunc(s.Phases, func(a, b MovePhase) int { return cmp.Compare(a.Value, b.Value) })
 	var pg, nat MoveRow
 	for _, r := range s.Rows {
 		switch r.Contender {

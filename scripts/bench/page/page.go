@@ -1,7 +1,9 @@
 package main
 
 import (
+	"cmp"
 	"fmt"
+	"maps"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -31,7 +33,7 @@ type Page struct {
 	Commits  []CommitUse
 
 	CopyBest          benchres.CopyRun
-	CopyKeyBuilds     []float64 // copy-<n>-bootstrap.log, per stream count
+	CopyKeyBuilds     []float64 // copy-<n>-bootstrap.json, per stream count
 	Bench1GBKeyBuilds []float64
 	CatchupPause      CatchupSummary
 	CatchupNoPause    CatchupSummary
@@ -107,7 +109,7 @@ func yes(ok bool) string {
 }
 
 // build computes the page from the results; root is the repository root,
-// where the logs and samples beside the JSON are read.
+// where the series beside the JSON are read.
 func build(root string, r *Results) (*Page, error) {
 	p := &Page{R: r, ExperimentNames: experimentNames}
 	dir := filepath.Join(root, r.Dir)
@@ -126,18 +128,18 @@ func build(root string, r *Results) (*Page, error) {
 	if len(r.Copy.Pgsync) == 0 {
 		return nil, fmt.Errorf("%s/copy.json: pgsync: no runs", r.Dir)
 	}
-	p.CopyBest = slices.MinFunc(r.Copy.Pgsync, func(a, b benchres.CopyRun) int { return cmpFloat(a.Seconds, b.Seconds) })
+	p.CopyBest = slices.MinFunc(r.Copy.Pgsync, func(a, b benchres.CopyRun) int { return cmp.Compare(a.Seconds, b.Seconds) })
 	if err := p.firstPageGoals(r); err != nil {
 		return nil, err
 	}
 	for _, run := range r.Copy.Pgsync {
-		kb, err := keyBuilds(filepath.Join(dir, fmt.Sprintf("copy-%d-bootstrap.log", run.Streams)))
+		kb, err := keyBuilds(filepath.Join(dir, fmt.Sprintf("copy-%d-bootstrap.json", run.Streams)))
 		if err != nil {
 			return nil, err
 		}
 		p.CopyKeyBuilds = append(p.CopyKeyBuilds, kb...)
 	}
-	if p.Bench1GBKeyBuilds, err = keyBuilds(filepath.Join(dir, "bench-1gb-bootstrap.log")); err != nil {
+	if p.Bench1GBKeyBuilds, err = keyBuilds(filepath.Join(dir, "bench-1gb-bootstrap.json")); err != nil {
 		return nil, err
 	}
 
@@ -181,7 +183,7 @@ func build(root string, r *Results) (*Page, error) {
 	slices.SortFunc(r.RTTCopy, func(a, b Named[benchres.CDC]) int { return strings.Compare(sortKey(a.Name), sortKey(b.Name)) })
 	for _, b := range r.RTTCopy {
 		row := RTTCopyRow{Label: strings.Replace(b.Name, "ms", " ms", 1), Bench: b.R}
-		if row.Dump, row.SlotToDone, err = bootParts(filepath.Join(dir, "rtt-copy", b.Name, "bench-100mb-bootstrap.log")); err != nil {
+		if row.Dump, row.SlotToDone, err = bootParts(filepath.Join(dir, "rtt-copy", b.Name, "bench-100mb-bootstrap.json")); err != nil {
 			return nil, err
 		}
 		if row.Ratio, err = ratio(b.R.Snapshot.PgsyncSeconds, b.R.Snapshot.NativeSeconds); err != nil {
@@ -205,7 +207,7 @@ func build(root string, r *Results) (*Page, error) {
 		return nil, err
 	}
 	p.HotZeroAllocs = true
-	for _, name := range sortedKeys(now) {
+	for _, name := range slices.Sorted(maps.Keys(now)) {
 		s := now[name]
 		if b, ok := base[name]; ok {
 			s.BaseNsOp, s.HasBase = b.NsOp, true
@@ -304,16 +306,6 @@ func commitUses(r *Results) []CommitUse {
 	return out
 }
 
-func cmpFloat(a, b float64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
-}
-
 func joinF2(xs []float64) string {
 	s := make([]string, len(xs))
 	for i, x := range xs {
@@ -342,15 +334,6 @@ func sortKey(name string) string {
 	}
 	flush()
 	return b.String()
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
 }
 
 // BenchRun is what make bench measured, all at one commit: the whole
