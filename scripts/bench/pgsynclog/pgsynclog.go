@@ -123,7 +123,8 @@ var ApplyingHeader = []string{"unix_s", "rows_per_s", "lag_bytes"}
 
 // WriteApplying writes a run log's progress lines ("applying", one a
 // second with --log-every 1s) as a CSV series of ApplyingHeader's
-// columns; a line without a key leaves its cell empty.
+// columns; a line without a key leaves its cell empty, and a log without
+// such lines gives the header alone.
 func WriteApplying(logPath, csvPath string) error {
 	lines, err := Read(logPath)
 	if err != nil {
@@ -136,9 +137,7 @@ func WriteApplying(logPath, csvPath string) error {
 				l.Attrs["rows_per_s"], l.Attrs["lag_bytes"]})
 		}
 	}
-	if len(rows) == 0 {
-		return fmt.Errorf("%s: no applying lines", logPath)
-	}
+	// A run shorter than a progress period logs none: its series is empty.
 	f, err := os.Create(csvPath)
 	if err != nil {
 		return err
