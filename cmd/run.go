@@ -148,10 +148,14 @@ func writeAllocProfile(path string) {
 	}
 }
 
-// memoryLimit is run's soft memory limit: room for the queue twice over
-// (the reader's chunks and the applier's statements) plus the runtime.
+// memoryLimit is run's soft memory limit: the queue (max_inflight_bytes)
+// plus room for the runtime, the statements and a batch. Above it the
+// collector runs at once, so that a large message's buffer, garbage once
+// it is applied, is freed before the next one is allocated (64 MiB + 2 x
+// the queue left 127 MB of RSS for 40 MB values, this 109 MB:
+// docs/reliability.md).
 func memoryLimit(maxInflightBytes int64) int64 {
-	return 64<<20 + 2*maxInflightBytes
+	return 32<<20 + maxInflightBytes
 }
 
 // parseLSNs parses the LSNs given to flag: a wrong one is a usage error
