@@ -291,3 +291,28 @@ type Bootstrap struct {
 	PgDumpSeconds     *float64 `json:"pg_dump_seconds" bench:"optional"`
 	SlotToDoneSeconds *float64 `json:"slot_to_done_seconds" bench:"optional"`
 }
+
+// Tables is the many-tables measurement (harness tables): pgsync's
+// commands timed on a schema of many small tables, at each round trip to
+// the source.
+type Tables struct {
+	Command string      `json:"command"`
+	Date    string      `json:"date"`
+	Env     Environment `json:"environment"`
+	Tables  int         `json:"tables"`
+	Schemas int         `json:"schemas"`
+	Rows    int         `json:"rows_per_table"`
+	Runs    []TablesRun `json:"runs"`
+}
+
+// TablesRun is one round trip's commands, each in seconds.
+type TablesRun struct {
+	RTTms            int     `json:"rtt_ms"`
+	CheckSeconds     float64 `json:"check_seconds"`
+	BootstrapSeconds float64 `json:"bootstrap_seconds"`
+	CatchupTxns      int     `json:"catchup_transactions"`
+	CatchupSeconds   float64 `json:"catchup_seconds"`
+	StatusSeconds    float64 `json:"status_seconds"`
+	VerifySeconds    float64 `json:"verify_seconds"`
+	Identical        bool    `json:"identical"`
+}
