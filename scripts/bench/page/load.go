@@ -19,6 +19,9 @@ type Results struct {
 	// Move10GB the same at about 10 GB (move-10gb/move.json), outside
 	// make bench.
 	Move, Move10GB benchres.Move
+	// Tables is the many-tables measurement, tables-<n>/tables.json by
+	// the number of tables.
+	Tables []Named[benchres.Tables]
 
 	Bench100MB, Bench1GB benchres.CDC
 	Copy                 benchres.Copy
@@ -121,6 +124,7 @@ func load(root string) (*Results, error) {
 	r := &Results{Dir: "bench-results", Experiments: map[string][]Named[benchres.Catchup]{}}
 	l.json("move/move.json", &r.Move)
 	l.json("move-10gb/move.json", &r.Move10GB)
+	r.Tables = named[benchres.Tables](l, "tables-*/tables.json", parentName)
 	l.json("bench-100mb.json", &r.Bench100MB)
 	l.json("bench-1gb.json", &r.Bench1GB)
 	l.json("copy.json", &r.Copy)
