@@ -1,6 +1,6 @@
 package benchres
 
-// The scenarios that were bash scripts before issue 33 (stream, cutover-gap,
+// The scenarios that were bash scripts before (stream, cutover-gap,
 // scale, pk, bigrow, bigvalue, resume, autovacuum-hold): their JSON keys
 // are the scripts', so that the results recorded by the scripts read as
 // the harness's own.

@@ -14,7 +14,7 @@ import (
 
 func init() { scenarios["cutover-gap"] = cutoverGapMain }
 
-// cutoverGapMain is the application's write gap at cutover (issue 24) at
+// cutoverGapMain is the application's write gap at cutover at
 // several database sizes under the same load: for each -scales entry, the
 // move's application database (appDataset) is bootstrapped and streamed
 // by pgsync run while pgbench writes -rate transactions a second as the

@@ -56,7 +56,7 @@ type bench struct {
 	// logs is the run's log directory (-logs): every log, configuration,
 	// script and report a scenario's programs write, kept out of
 	// bench-results/, which holds the typed results and the series the
-	// pages draw (issue 33).
+	// pages draw.
 	logs string
 	env  benchres.Environment
 }

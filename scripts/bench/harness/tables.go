@@ -15,7 +15,7 @@ func init() { scenarios["tables"] = tablesMain }
 // tablesDB is the many-tables scenario's database, on both clusters.
 const tablesDB = "tables"
 
-// tablesMain times pgsync's commands on many small tables (issue 33's
+// tablesMain times pgsync's commands on many small tables (an application's
 // schema per customer): -tables tables of -rows rows in -schemas schemas,
 // every other one with a foreign key to its schema's first, for each round
 // trip of -rtts to the source (scripts/bench/cmd/latency-proxy in front of

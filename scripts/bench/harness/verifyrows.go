@@ -21,7 +21,7 @@ func init() { scenarios["verify"] = verifyMain }
 const plantedDifferences = 10
 
 // verifyMain is verify --rows beside verify and beside the copy of the
-// same table (issue 24): one table of -rows rows of about 70 bytes,
+// same table: one table of -rows rows of about 70 bytes,
 // bootstrapped (the copy's time from bootstrap's log), then
 // plantedDifferences rows changed on the target; pgsync verify and pgsync
 // verify --rows are timed with their peak RSS. Goal: verify --rows no

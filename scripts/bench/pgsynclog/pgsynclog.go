@@ -1,7 +1,7 @@
 // Package pgsynclog reads pgsync's text log (slog's key=value lines, which
 // pgsync writes with PGSYNC_LOG_FORMAT=text) and takes from it the figures
 // the benchmark pages use, so that a run's log can stay out of
-// bench-results/ (issue 33): the harness keeps the figures, the log goes
+// bench-results/: the harness keeps the figures, the log goes
 // to the run's log directory.
 package pgsynclog
 
