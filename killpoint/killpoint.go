@@ -55,15 +55,18 @@ func Done(ctx context.Context, sql string) {
 	if !Enabled() || ctx.Value(uncountedKey{}) != nil {
 		return
 	}
+	// Numbered and written under one lock: statements of concurrent
+	// sessions (a compare hashes both sides at once) are then in the log
+	// in the order of their numbers.
+	logMu.Lock()
 	n := count.Add(1)
 	if logPath != "" {
-		logMu.Lock()
 		if f, err := os.OpenFile(logPath, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600); err == nil {
 			fmt.Fprintf(f, "%d\t%s\n", n, firstLine(sql))
 			f.Close()
 		}
-		logMu.Unlock()
 	}
+	logMu.Unlock()
 	if n == killAfter || killAfterText != "" && strings.TrimSpace(sql) == killAfterText {
 		_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
 		select {} // the signal ends the process before anything else runs
