@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"runtime"
 
 	"github.com/jackc/pglogrepl"
 	"golang.org/x/sync/semaphore"
@@ -15,8 +14,8 @@ import (
 	"github.com/pgsync/pgsync/position"
 )
 
-// collectAfter is the message size after which the dispatcher runs the
-// garbage collector (docs/reliability.md, large values).
+// collectAfter is the message size from which the garbage collector runs
+// once the message is applied (docs/reliability.md, large values).
 const collectAfter = 8 << 20
 
 // dispatcher is the applier goroutine: it takes messages from the queue in
@@ -97,12 +96,6 @@ func (d *dispatcher) run(ctx context.Context) error {
 		err := d.handle(ctx, m.data)
 		if m.done != nil {
 			d.change.Release()
-			if len(m.data) >= collectAfter {
-				// The statement that carried the value is sent: collect
-				// it now, before the reader allocates for the next large
-				// message, so that two are never resident at once.
-				runtime.GC()
-			}
 			close(m.done)
 		}
 		unreleased += m.weight

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"strconv"
 	"time"
 
@@ -43,7 +44,10 @@ type reader struct {
 	pauseQueued int // queue length from which each read waits lazyReadPause first
 
 	arena []byte
-	inTxn bool // a Begin was queued without its Commit
+	// collectNext: the last message was large (collectAfter); the
+	// collector runs once the next one is received.
+	collectNext bool
+	inTxn       bool // a Begin was queued without its Commit
 	// streams are the streamed transactions (protocol version 2) with a
 	// segment queued and no Stream Commit or Abort yet: their changes wait
 	// in a spool, so they are in flight as much as a half-received
@@ -120,6 +124,14 @@ func (r *reader) readOne(ctx context.Context) error {
 		return fmt.Errorf("receive from slot %s: %w", r.slot, err)
 	}
 	r.heard = true
+	if r.collectNext {
+		// pgx let go of the previous message's large buffer when it read
+		// this one: collect it now, before a next large message is
+		// allocated, so that two are never resident at once. Collecting
+		// any earlier finds the buffer still held by the connection.
+		r.collectNext = false
+		runtime.GC()
+	}
 	switch m := msg.(type) {
 	case *pgproto3.CopyData:
 		if len(m.Data) == 0 {
@@ -232,6 +244,7 @@ func (r *reader) enqueue(ctx context.Context, data []byte, walStart pglogrepl.LS
 		// the connection's buffer while the reader waits (below), so a
 		// large value is held once, not twice.
 		m.data, m.done = data, make(chan struct{})
+		r.collectNext = n >= collectAfter
 	} else {
 		if len(r.arena) < n {
 			r.arena = make([]byte, arenaChunk)

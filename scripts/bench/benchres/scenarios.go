@@ -315,4 +315,27 @@ type TablesRun struct {
 	StatusSeconds    float64 `json:"status_seconds"`
 	VerifySeconds    float64 `json:"verify_seconds"`
 	Identical        bool    `json:"identical"`
+	// Cutover is cutover --lock-source while run streams, the last step:
+	// its whole time, from its start to the target's ready report, and the
+	// write gap it reports (the role's lock to ready).
+	CutoverSeconds         *float64 `json:"cutover_seconds" bench:"optional"`
+	CutoverReadySeconds    *float64 `json:"cutover_ready_seconds" bench:"optional"`
+	CutoverWriteGapSeconds *float64 `json:"cutover_write_gap_seconds" bench:"optional"`
+	// The same schema and rows moved by the other tools into an empty
+	// target, through the same round trip: native is pg_dump
+	// --schema-only into psql, then a subscription until every table is
+	// ready; pgcopydb is pgcopydb clone.
+	NativeSchemaSeconds *float64 `json:"native_schema_seconds" bench:"optional"`
+	NativeSyncSeconds   *float64 `json:"native_sync_seconds" bench:"optional"`
+	PgcopydbSeconds     *float64 `json:"pgcopydb_seconds" bench:"optional"`
+}
+
+// NativeSeconds is native's whole time (schema, then sync), or nil when it
+// was not measured.
+func (r TablesRun) NativeSeconds() *float64 {
+	if r.NativeSchemaSeconds == nil || r.NativeSyncSeconds == nil {
+		return nil
+	}
+	v := *r.NativeSchemaSeconds + *r.NativeSyncSeconds
+	return &v
 }

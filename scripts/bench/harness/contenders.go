@@ -222,10 +222,8 @@ type nativeMove struct {
 }
 
 func (n *nativeMove) begin(ctx context.Context) error {
-	dump := fmt.Sprintf("set -o pipefail; %s/pg_dump --schema-only -h 127.0.0.1 -p %d -U postgres %s | %s/psql -X -q -v ON_ERROR_STOP=1 -h 127.0.0.1 -p %d -U postgres -d %s >%s 2>&1",
-		n.b.bindir, sourcePort, moveDB, n.b.bindir, targetPort, moveDB, filepath.Join(n.dir, "schema.log"))
-	if err := n.b.run(ctx, 5*time.Minute, nil, "bash", "-c", dump); err != nil {
-		return fmt.Errorf("pg_dump --schema-only into the target: %w (see %s)", err, filepath.Join(n.dir, "schema.log"))
+	if err := n.b.dumpSchema(ctx, sourcePort, moveDB, moveDB, filepath.Join(n.dir, "schema.log")); err != nil {
+		return err
 	}
 	if err := runSQL(ctx, sourcePort, moveDB, "CREATE PUBLICATION move_pub FOR ALL TABLES"); err != nil {
 		return err
@@ -233,6 +231,17 @@ func (n *nativeMove) begin(ctx context.Context) error {
 	return runSQL(ctx, targetPort, moveDB, fmt.Sprintf(
 		"CREATE SUBSCRIPTION move_sub CONNECTION 'host=127.0.0.1 port=%d user=postgres dbname=%s' PUBLICATION move_pub WITH (copy_data = true)",
 		sourcePort, moveDB))
+}
+
+// dumpSchema is the native way's schema: pg_dump --schema-only of srcDB,
+// reached on srcPort, into psql on the target's tgtDB, its output in log.
+func (b *bench) dumpSchema(ctx context.Context, srcPort int, srcDB, tgtDB, log string) error {
+	dump := fmt.Sprintf("set -o pipefail; %s/pg_dump --schema-only -h 127.0.0.1 -p %d -U postgres %s | %s/psql -X -q -v ON_ERROR_STOP=1 -h 127.0.0.1 -p %d -U postgres -d %s >%s 2>&1",
+		b.bindir, srcPort, srcDB, b.bindir, targetPort, tgtDB, log)
+	if err := b.run(ctx, time.Hour, nil, "bash", "-c", dump); err != nil {
+		return fmt.Errorf("pg_dump --schema-only into the target: %w (see %s)", err, log)
+	}
+	return nil
 }
 
 // copied is true once every table's state is ready ('r').

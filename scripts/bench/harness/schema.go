@@ -209,24 +209,10 @@ func schemaPgcopydb(ctx context.Context, work, src string, tables []string, log 
 	if err := recreateDB(ctx, targetPort, tgt); err != nil {
 		return 0, 0, err
 	}
-	pgdir := filepath.Join(work, "pgcopydb")
-	if err := os.RemoveAll(pgdir); err != nil {
-		return 0, 0, err
-	}
-	if err := checkpoint(ctx); err != nil {
-		return 0, 0, err
-	}
-	t0 := time.Now()
-	p, err := start(work, log, log, nil, "pgcopydb", "clone", "--source", url(sourcePort, src), "--target", url(targetPort, tgt),
-		"--table-jobs", "2", "--index-jobs", "2", "--split-tables-larger-than", "64MB", "--dir", pgdir)
+	secs, err := pgcopydbClone(ctx, work, sourcePort, src, tgt, log, "--split-tables-larger-than", "64MB")
 	if err != nil {
 		return 0, 0, err
 	}
-	defer p.stop(30 * time.Second)
-	if err := p.wait(ctx, 2*time.Hour); err != nil {
-		return 0, 0, fmt.Errorf("pgcopydb clone: %w (see %s)", err, log)
-	}
-	secs := round2(time.Since(t0).Seconds())
 	counts := make([]string, len(tables))
 	for i, t := range tables {
 		counts[i] = "SELECT count(*) AS n FROM " + t
@@ -236,4 +222,30 @@ func schemaPgcopydb(ctx context.Context, work, src string, tables []string, log 
 		return 0, 0, err
 	}
 	return secs, n, dropDB(ctx, targetPort, tgt)
+}
+
+// pgcopydbClone times pgcopydb clone (2 table jobs, 2 index jobs, and
+// extra options) of src, reached on srcPort, into the empty target
+// database tgt, after a checkpoint; its output goes to log, its --dir
+// under work.
+func pgcopydbClone(ctx context.Context, work string, srcPort int, src, tgt, log string, extra ...string) (float64, error) {
+	pgdir := filepath.Join(work, "pgcopydb")
+	if err := os.RemoveAll(pgdir); err != nil {
+		return 0, err
+	}
+	if err := checkpoint(ctx); err != nil {
+		return 0, err
+	}
+	t0 := time.Now()
+	args := append([]string{"clone", "--source", url(srcPort, src), "--target", url(targetPort, tgt),
+		"--table-jobs", "2", "--index-jobs", "2", "--dir", pgdir}, extra...)
+	p, err := start(work, log, log, nil, "pgcopydb", args...)
+	if err != nil {
+		return 0, err
+	}
+	defer p.stop(30 * time.Second)
+	if err := p.wait(ctx, 2*time.Hour); err != nil {
+		return 0, fmt.Errorf("pgcopydb clone: %w (see %s)", err, log)
+	}
+	return round2(time.Since(t0).Seconds()), nil
 }

@@ -92,6 +92,7 @@ var funcs = template.FuncMap{
 	"inc":       func(i int) int { return i + 1 },
 	"seconds":   func(xs []float64) string { return joinF2(xs) },
 	"deref":     func(v *float64) float64 { return *v },
+	"optional":  optional,
 	"float":     func(v int64) float64 { return float64(v) },
 	"millions":  func(v float64) float64 { return v / 1e6 },
 }
@@ -106,4 +107,13 @@ func thousandsAny(v any) string {
 		return thousands(int64(n))
 	}
 	return fmt.Sprint(v)
+}
+
+// optional is a measurement that may be missing: "12.34 s", or "–" for a
+// contender or step the run did not measure.
+func optional(v *float64) string {
+	if v == nil {
+		return "–"
+	}
+	return f2(*v) + " s"
 }
