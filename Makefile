@@ -81,7 +81,8 @@ bench: pg-install build
 	  cd scripts/bench && $(GO) run ./page -root ../..
 
 # Every benchmark behind both benchmarks pages, one after the other, then
-# the pages: hours, and about 45 GB free for the 10 GB copy. It refuses a
+# the pages: hours, and room for the 10 GB copy's database twice (11.3 GB
+# on each cluster in bench-results/move-10gb/move.json) and its WAL. It refuses a
 # checkout with changes (the figures name the commit).
 bench-all: pg-install build
 	cd scripts/bench && $(HARNESS) -logs $(BENCH_LOGS) all
