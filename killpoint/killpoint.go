@@ -102,3 +102,22 @@ func (Tracer) TraceQueryEnd(ctx context.Context, _ *pgx.Conn, data pgx.TraceQuer
 	sql, _ := ctx.Value(sqlKey{}).(string)
 	Done(ctx, sql)
 }
+
+// TraceBatchStart keeps nothing: each statement of a batch is counted as
+// its result is read (TraceBatchQuery), with its own text.
+func (Tracer) TraceBatchStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceBatchStartData) context.Context {
+	return ctx
+}
+
+// TraceBatchQuery counts one statement of a batch once its result is read.
+// pgx calls it instead of TraceQueryEnd for the batch's statements.
+func (Tracer) TraceBatchQuery(ctx context.Context, _ *pgx.Conn, data pgx.TraceBatchQueryData) {
+	if data.Err != nil {
+		return
+	}
+	Done(ctx, data.SQL)
+}
+
+// TraceBatchEnd counts nothing: the batch's statements were counted one
+// by one.
+func (Tracer) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEndData) {}
