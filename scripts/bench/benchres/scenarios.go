@@ -328,6 +328,11 @@ type TablesRun struct {
 	NativeSchemaSeconds *float64 `json:"native_schema_seconds" bench:"optional"`
 	NativeSyncSeconds   *float64 `json:"native_sync_seconds" bench:"optional"`
 	PgcopydbSeconds     *float64 `json:"pgcopydb_seconds" bench:"optional"`
+	// The rows each contender left on the target, counted over every
+	// table once it ended (the source holds tables x rows_per_table).
+	PgsyncRows   *int64 `json:"pgsync_rows" bench:"optional"`
+	NativeRows   *int64 `json:"native_rows" bench:"optional"`
+	PgcopydbRows *int64 `json:"pgcopydb_rows" bench:"optional"`
 }
 
 // NativeSeconds is native's whole time (schema, then sync), or nil when it

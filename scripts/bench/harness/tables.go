@@ -151,28 +151,34 @@ func (b *bench) tablesRun(ctx context.Context, spec tablesSpec, rtt int) (benchr
 		if err != nil {
 			return run, fmt.Errorf("%s: %w", c, err)
 		}
-		// A tool that lost rows would be timed for less work.
-		if err := tablesRowsCopied(ctx, spec); err != nil {
+		// A tool that lost rows is timed for less work: the page says so.
+		rows, err := tablesRowsOnTarget(ctx)
+		if err != nil {
 			return run, fmt.Errorf("%s: %w", c, err)
+		}
+		if rows != int64(spec.tables*spec.rows) {
+			say("tables", "%d ms: %s left %d rows of %d on the target", rtt, c, rows, spec.tables*spec.rows)
+		}
+		switch c {
+		case "native":
+			run.NativeRows = &rows
+		case "pgcopydb":
+			run.PgcopydbRows = &rows
+		case "pgsync":
+			run.PgsyncRows = &rows
 		}
 	}
 	return run, nil
 }
 
-// tablesRowsCopied checks that the target holds every row of every
-// table, in one query.
-func tablesRowsCopied(ctx context.Context, spec tablesSpec) error {
-	var tables, rows int64
-	err := query(ctx, targetPort, tablesDB, `SELECT count(*), coalesce(sum((xpath('/row/n/text()',
+// tablesRowsOnTarget counts the rows of every table of the target, in one
+// query.
+func tablesRowsOnTarget(ctx context.Context) (int64, error) {
+	var rows int64
+	err := query(ctx, targetPort, tablesDB, `SELECT coalesce(sum((xpath('/row/n/text()',
   query_to_xml(format('SELECT count(*) AS n FROM %I.%I', schemaname, tablename), false, true, '')))[1]::text::bigint), 0)::int8
-FROM pg_tables WHERE schemaname LIKE 'tenant%'`, &tables, &rows)
-	if err != nil {
-		return err
-	}
-	if tables != int64(spec.tables) || rows != int64(spec.tables*spec.rows) {
-		return fmt.Errorf("the target holds %d tables and %d rows, not %d and %d", tables, rows, spec.tables, spec.tables*spec.rows)
-	}
-	return nil
+FROM pg_tables WHERE schemaname LIKE 'tenant%'`, &rows)
+	return rows, err
 }
 
 // tablesNative is the native way, timed in two steps: the schema, then
