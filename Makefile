@@ -81,8 +81,9 @@ bench: pg-install build
 	  cd scripts/bench && $(GO) run ./page -root ../..
 
 # Every benchmark behind both benchmarks pages, one after the other, then
-# the pages: hours, and room for the 10 GB copy's database twice (11.3 GB
-# on each cluster in bench-results/move-10gb/move.json) and its WAL. It refuses a
+# the pages: hours, and room for the 10 GB copy's tables twice (11.9 GB
+# of heap on each cluster, heap_bytes in bench-results/copy-10gb/copy.json)
+# and their WAL. It refuses a
 # checkout with changes (the figures name the commit).
 bench-all: pg-install build
 	cd scripts/bench && $(HARNESS) -logs $(BENCH_LOGS) all

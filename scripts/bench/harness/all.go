@@ -107,7 +107,7 @@ func (b *bench) allSteps(before, beforeStreaming string) []allStep {
 	steps = append(steps,
 		allStep{args: []string{"stream", "-base", beforeStreaming, "-out", r("")}},
 		allStep{args: []string{"rtt", "-rtts", "0,2,10", "-runs", "3", "-out", r("")}},
-		allStep{args: []string{"tables", "-tables", "10000", "-schemas", "100", "-rtts", "0,10", "-out", r("tables")}})
+		allStep{args: []string{"tables", "-tables", "10000", "-schemas", "100", "-rtts", "0,10", "-out", r("tables-10000")}})
 	for _, ms := range []string{"0", "2", "10"} {
 		steps = append(steps, allStep{args: []string{"cdc", "-rtt", ms, "-dataset", "100MB", "-cdc-seconds", "10", "-out", r("rtt-copy/" + ms + "ms")}})
 	}

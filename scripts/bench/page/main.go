@@ -93,6 +93,7 @@ var funcs = template.FuncMap{
 	"seconds":   func(xs []float64) string { return joinF2(xs) },
 	"deref":     func(v *float64) float64 { return *v },
 	"optional":  optional,
+	"rowsOf":    rowsOf,
 	"float":     func(v int64) float64 { return float64(v) },
 	"millions":  func(v float64) float64 { return v / 1e6 },
 }
@@ -116,4 +117,13 @@ func optional(v *float64) string {
 		return "–"
 	}
 	return f2(*v) + " s"
+}
+
+// rowsOf is a count that may be missing: "188,040", or "–" when the run
+// did not count it.
+func rowsOf(v *int64) string {
+	if v == nil {
+		return "–"
+	}
+	return thousandsAny(*v)
 }
