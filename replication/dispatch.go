@@ -14,10 +14,6 @@ import (
 	"github.com/pgsync/pgsync/position"
 )
 
-// collectAfter is the message size from which the garbage collector runs
-// once the message is applied (docs/reliability.md, large values).
-const collectAfter = 8 << 20
-
 // dispatcher is the applier goroutine: it takes messages from the queue in
 // order, decodes them and hands them to the Applier, and moves the applied
 // position when the Applier says a commit is durable.

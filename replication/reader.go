@@ -74,6 +74,12 @@ type reader struct {
 	lastHeard      time.Time
 }
 
+// collectAfter is the message size from which the garbage collector runs
+// once the message is no longer held: by the reader when the next message
+// is received, by a spooled transaction's replay once the change is
+// applied (docs/reliability.md, large values).
+const collectAfter = 8 << 20
+
 // read is the reader's loop; it returns when ctx ends, StopAt is
 // acknowledged or the connection fails.
 func (r *reader) read(ctx context.Context) error {
